@@ -1,0 +1,2 @@
+import CENet
+print("inkwire-bench: not yet implemented")

@@ -1,0 +1,56 @@
+// swift-tools-version:6.0
+// Inkwire: a reliable whiteboard transport daemon.
+// Pure core (InkCodec, InkProtocol, InkRelay) imports no Foundation, Glibc or libuv;
+// C libraries come from Debian as systemLibrary shims (see deploy/apt-packages.txt).
+import PackageDescription
+
+let package = Package(
+    name: "Inkwire",
+    products: [
+        .library(name: "InkCodec", targets: ["InkCodec"]),
+        .library(name: "InkProtocol", targets: ["InkProtocol"]),
+        .library(name: "InkRelay", targets: ["InkRelay"]),
+        .executable(name: "inkwired", targets: ["inkwired"]),
+        .executable(name: "inkwire", targets: ["inkwire"]),
+        .executable(name: "inkwire-sim", targets: ["inkwire-sim"]),
+        .executable(name: "inkwire-bench", targets: ["inkwire-bench"]),
+    ],
+    targets: [
+        // C libraries from Debian, one shim each.
+        .systemLibrary(name: "CLibUV", path: "Sources/CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CENet", path: "Sources/CENet", pkgConfig: "libenet", providers: [.apt(["libenet-dev"])]),
+
+        // Pure, sans-IO core.
+        .target(name: "InkCodec"),
+        .target(name: "InkProtocol", dependencies: ["InkCodec"]),
+        .target(name: "InkRelay", dependencies: ["InkCodec", "InkProtocol"]),
+        .target(name: "InkSim", dependencies: ["InkProtocol"]),
+
+        // IO and storage.
+        .target(name: "InkStore", dependencies: ["InkCodec", "CSQLite"]),
+        .target(name: "InkUV", dependencies: ["CLibUV"]),
+        .target(name: "InkDaemon", dependencies: ["InkCodec", "InkProtocol", "InkRelay", "InkStore", "InkUV", "CCrypto"]),
+
+        // Programs.
+        .executableTarget(name: "inkwired", dependencies: ["InkDaemon"]),
+        .executableTarget(name: "inkwire", dependencies: ["InkCodec", "InkProtocol", "InkUV", "InkDaemon"]),
+        .executableTarget(name: "inkwire-sim", dependencies: ["InkSim", "InkProtocol"]),
+        .executableTarget(
+            name: "inkwire-bench",
+            dependencies: ["InkCodec", "InkProtocol", "InkSim", "InkUV", "InkDaemon", "CENet"],
+            path: "Benchmarks/inkwire-bench"
+        ),
+
+        // Tests, one folder per module.
+        .testTarget(name: "InkCodecTests", dependencies: ["InkCodec"]),
+        .testTarget(name: "InkProtocolTests", dependencies: ["InkProtocol", "InkCodec"]),
+        .testTarget(name: "InkSimTests", dependencies: ["InkSim", "InkProtocol"]),
+        .testTarget(name: "InkRelayTests", dependencies: ["InkRelay", "InkCodec", "InkProtocol"]),
+        .testTarget(name: "InkStoreTests", dependencies: ["InkStore", "InkCodec"]),
+        .testTarget(name: "InkUVTests", dependencies: ["InkUV"]),
+        .testTarget(name: "InkDaemonTests", dependencies: ["InkDaemon", "InkCodec", "InkProtocol"]),
+        .testTarget(name: "PurityTests"),
+    ]
+)

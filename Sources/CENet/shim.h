@@ -1,0 +1,1 @@
+#include <enet/enet.h>

@@ -1,0 +1,1 @@
+// InkCodec module. See docs/architecture.md for its place among the layers.

@@ -1,0 +1,1 @@
+// InkProtocol module. See docs/architecture.md for its place among the layers.

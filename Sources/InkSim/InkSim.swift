@@ -1,0 +1,1 @@
+// InkSim module. See docs/architecture.md for its place among the layers.

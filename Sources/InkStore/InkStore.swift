@@ -1,0 +1,2 @@
+// InkStore module. See docs/architecture.md for its place among the layers.
+import CSQLite

@@ -1,0 +1,2 @@
+// InkUV module. See docs/architecture.md for its place among the layers.
+import CLibUV

@@ -1,0 +1,1 @@
+print("inkwire-sim: not yet implemented")

@@ -1,0 +1,1 @@
+print("inkwire: not yet implemented")

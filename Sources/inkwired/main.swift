@@ -1,0 +1,1 @@
+print("inkwired: not yet implemented")

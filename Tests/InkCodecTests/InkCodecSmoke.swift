@@ -1,0 +1,6 @@
+import Testing
+@testable import InkCodec
+
+@Test func InkCodecModuleLinks() {
+    #expect(Bool(true))
+}

@@ -1,0 +1,6 @@
+import Testing
+@testable import InkDaemon
+
+@Test func InkDaemonModuleLinks() {
+    #expect(Bool(true))
+}

@@ -1,0 +1,6 @@
+import Testing
+@testable import InkProtocol
+
+@Test func InkProtocolModuleLinks() {
+    #expect(Bool(true))
+}

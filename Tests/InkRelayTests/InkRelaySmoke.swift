@@ -1,0 +1,6 @@
+import Testing
+@testable import InkRelay
+
+@Test func InkRelayModuleLinks() {
+    #expect(Bool(true))
+}

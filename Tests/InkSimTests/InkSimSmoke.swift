@@ -1,0 +1,6 @@
+import Testing
+@testable import InkSim
+
+@Test func InkSimModuleLinks() {
+    #expect(Bool(true))
+}

@@ -1,0 +1,6 @@
+import Testing
+@testable import InkStore
+
+@Test func InkStoreModuleLinks() {
+    #expect(Bool(true))
+}

@@ -1,0 +1,6 @@
+import Testing
+@testable import InkUV
+
+@Test func InkUVModuleLinks() {
+    #expect(Bool(true))
+}
