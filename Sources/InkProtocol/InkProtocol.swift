@@ -1,1 +1,0 @@
-// InkProtocol module. See docs/architecture.md for its place among the layers.
