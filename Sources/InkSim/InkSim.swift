@@ -1,1 +1,0 @@
-// InkSim module. See docs/architecture.md for its place among the layers.

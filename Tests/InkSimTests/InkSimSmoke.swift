@@ -1,6 +1,0 @@
-import Testing
-@testable import InkSim
-
-@Test func InkSimModuleLinks() {
-    #expect(Bool(true))
-}
