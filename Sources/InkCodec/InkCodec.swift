@@ -1,1 +1,0 @@
-// InkCodec module. See docs/architecture.md for its place among the layers.
