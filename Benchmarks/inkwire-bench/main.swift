@@ -1,2 +1,3 @@
 import CENet
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "kcp-experiment" { runKCPExperiment(Array(CommandLine.arguments.dropFirst(2))) }
 print("inkwire-bench: not yet implemented")
