@@ -1,2 +1,0 @@
-// InkStore module. See docs/architecture.md for its place among the layers.
-import CSQLite

@@ -1,0 +1,211 @@
+/// A `RoomLogStore` in memory, for relay and daemon tests. It shares its caller-side logic with
+/// `SQLiteRoomLogStore`, so both answer the same way; a `Disk` outlives the store object, so a
+/// test can reopen (restart) or drop what was not durable (crash).
+public final class MemoryRoomLogStore: RoomLogStore {
+    /// What survives a restart: the committed rooms.
+    public final class Disk {
+        struct Room {
+            var name: String
+            var createdAtMs: UInt64
+            var lastActivityMs: UInt64
+            var retention: Retention
+            /// Ascending and consecutive.
+            var batches: [BatchRecord] = []
+            var bytes = 0
+            var origins: [UInt64: [UInt64: UInt64]] = [:]
+            /// Per origin, the highest originSeq compaction deleted.
+            var compactedOrigins: [UInt64: UInt64] = [:]
+            var snapshot: RoomSnapshot?
+        }
+
+        var rooms: [Int64: Room] = [:]
+        var usedBytes = 0
+        /// Commits that would take the stored payload bytes past this fail like a full disk.
+        public var capacityBytes: Int?
+
+        public init(capacityBytes: Int? = nil) { self.capacityBytes = capacityBytes }
+
+        /// Commits `ops` all or nothing.
+        func apply(_ ops: [StoreOp]) throws(StoreError) {
+            if let capacity = capacityBytes {
+                let grown = ops.reduce(0) { total, op in
+                    switch op {
+                    case .append(_, let record): total + record.payload.count
+                    case .snapshot(_, let snapshot, _): total + snapshot.payload.count
+                    default: total
+                    }
+                }
+                if grown > 0 && usedBytes + grown > capacity {
+                    throw .storage(code: StoreError.sqliteFull, message: "database or disk is full", context: "memory commit")
+                }
+            }
+            for op in ops { apply(op) }
+        }
+
+        private func apply(_ op: StoreOp) {
+            switch op {
+            case let .createRoom(id, name, createdAtMs, retention):
+                rooms[id] = Room(name: name, createdAtMs: createdAtMs, lastActivityMs: createdAtMs, retention: retention)
+            case let .append(id, record):
+                guard var room = rooms.removeValue(forKey: id) else { return }
+                room.batches.append(record)
+                room.bytes += record.payload.count
+                usedBytes += record.payload.count
+                room.origins[record.origin, default: [:]][record.originSeq] = record.roomSeq
+                room.lastActivityMs = max(room.lastActivityMs, record.receivedAtMs)
+                rooms[id] = room
+            case let .snapshot(id, snapshot, compact):
+                guard var room = rooms.removeValue(forKey: id) else { return }
+                usedBytes += snapshot.payload.count - (room.snapshot?.payload.count ?? 0)
+                room.snapshot = snapshot
+                if compact {
+                    let covered = room.batches.prefix { $0.roomSeq <= snapshot.uptoRoomSeq }
+                    for record in covered {
+                        room.bytes -= record.payload.count
+                        usedBytes -= record.payload.count
+                        room.origins[record.origin]?[record.originSeq] = nil
+                        room.compactedOrigins[record.origin] = max(room.compactedOrigins[record.origin] ?? 0, record.originSeq)
+                    }
+                    room.batches.removeFirst(covered.count)
+                }
+                rooms[id] = room
+            case let .deleteRoom(id):
+                guard let room = rooms.removeValue(forKey: id) else { return }
+                usedBytes -= room.bytes + (room.snapshot?.payload.count ?? 0)
+            }
+        }
+    }
+
+    private let front: LogFront
+    private let pipe: MemoryPipe
+
+    /// - Parameter holdDurability: when true, writes become durable only at `flush()` (or
+    ///   `commitHeld()`), so a test can check that nothing is acknowledged before that.
+    public init(disk: Disk = Disk(), limits: StoreLimits = StoreLimits(), defaultRetention: Retention = .board, holdDurability: Bool = false) {
+        pipe = MemoryPipe(disk: disk, hold: holdDurability)
+        // Loading from memory cannot fail.
+        front = try! LogFront(reader: MemoryReader(disk: disk), pipe: pipe, limits: limits, defaultRetention: defaultRetention)
+    }
+
+    /// Commits the writes held back by `holdDurability` without waiting for `flush`.
+    public func commitHeld() { pipe.commitQueued() }
+
+    public func rooms() -> [RoomInfo] { front.allRooms() }
+    public func room(_ name: String) -> RoomInfo? { front.room(name) }
+    public func createRoom(_ name: String, retention: Retention, nowMs: UInt64) throws(StoreError) -> RoomInfo {
+        try front.createRoom(name, retention: retention, nowMs: nowMs)
+    }
+    public func append(_ batch: NewBatch) throws(StoreError) -> AppendOutcome { try front.append(batch) }
+    public func pollDurable() -> [DurableMark] { front.pollDurable() }
+    public func pollFailures() -> [StoreError] { front.pollFailures() }
+    public func flush() throws(StoreError) { try front.flush() }
+    public func find(room: String, origin: UInt64, originSeq: UInt64) throws(StoreError) -> UInt64? {
+        try front.find(room: room, origin: origin, originSeq: originSeq)
+    }
+    public func readTail(room: String, after: UInt64, maxRecords: Int, maxBytes: Int) throws(StoreError) -> TailPage {
+        try front.readTail(room: room, after: after, maxRecords: maxRecords, maxBytes: maxBytes)
+    }
+    public func latestSnapshot(room: String) throws(StoreError) -> RoomSnapshot? { try front.latestSnapshot(room: room) }
+    public func writeSnapshot(room: String, _ snapshot: RoomSnapshot) throws(StoreError) {
+        try front.writeSnapshot(room: room, snapshot)
+    }
+    public func expireIdleRooms(nowMs: UInt64) throws(StoreError) -> [String] { try front.expireIdleRooms(nowMs: nowMs) }
+    public func deleteRoom(_ name: String) throws(StoreError) { try front.deleteRoom(name) }
+    public var usage: StoreUsage { front.usage }
+    public func close() { front.close() }
+}
+
+/// Commits inline, on the caller's thread.
+final class MemoryPipe: CommitPipe {
+    private let disk: MemoryRoomLogStore.Disk
+    private let hold: Bool
+    private var queue: [StoreOp] = []
+    private var report = PipeReport()
+    private var lastFailure: StoreError?
+
+    init(disk: MemoryRoomLogStore.Disk, hold: Bool) {
+        self.disk = disk
+        self.hold = hold
+    }
+
+    func submit(_ op: StoreOp) {
+        queue.append(op)
+        if !hold { commitQueued() }
+    }
+
+    /// Commits everything queued as one group; on failure keeps it queued for the next try.
+    @discardableResult
+    func commitQueued() -> Bool {
+        guard !queue.isEmpty else { return true }
+        do {
+            try disk.apply(queue)
+        } catch {
+            report.failures.append(error)
+            lastFailure = error
+            return false
+        }
+        report.committed += queue
+        report.commits += 1
+        queue = []
+        return true
+    }
+
+    func drain() -> PipeReport {
+        if !hold && !queue.isEmpty { commitQueued() }
+        defer { report = PipeReport() }
+        return report
+    }
+
+    func flush() throws(StoreError) {
+        if !commitQueued(), let lastFailure { throw lastFailure }
+    }
+
+    func close() { commitQueued() }
+}
+
+/// Reads a `Disk`.
+final class MemoryReader: LogReader {
+    private let disk: MemoryRoomLogStore.Disk
+
+    init(disk: MemoryRoomLogStore.Disk) { self.disk = disk }
+
+    func loadRooms() throws(StoreError) -> [LoadedRoom] {
+        disk.rooms.map { id, room in
+            LoadedRoom(
+                id: id, name: room.name, createdAtMs: room.createdAtMs, lastActivityMs: room.lastActivityMs,
+                retention: room.retention, recordCount: room.batches.count, historyBytes: room.bytes,
+                minRoomSeq: room.batches.first?.roomSeq ?? 0, maxRoomSeq: room.batches.last?.roomSeq ?? 0,
+                snapshotUpto: room.snapshot?.uptoRoomSeq ?? 0)
+        }
+    }
+
+    func find(roomId: Int64, origin: UInt64, originSeq: UInt64) throws(StoreError) -> UInt64? {
+        guard let room = disk.rooms[roomId] else { return nil }
+        if let seq = room.origins[origin]?[originSeq] { return seq }
+        if let compacted = room.compactedOrigins[origin], originSeq <= compacted { return 0 }
+        return nil
+    }
+
+    func read(roomId: Int64, after: UInt64, maxRecords: Int, maxBytes: Int) throws(StoreError) -> [BatchRecord] {
+        guard let room = disk.rooms[roomId], let first = room.batches.first?.roomSeq else { return [] }
+        var index = after + 1 > first ? Int(after + 1 - first) : 0
+        var records: [BatchRecord] = []
+        var bytes = 0
+        while index < room.batches.count, records.count < maxRecords {
+            let record = room.batches[index]
+            guard records.isEmpty || bytes + record.payload.count <= maxBytes else { break }
+            records.append(record)
+            bytes += record.payload.count
+            index += 1
+        }
+        return records
+    }
+
+    func snapshot(roomId: Int64) throws(StoreError) -> RoomSnapshot? { disk.rooms[roomId]?.snapshot }
+
+    func usage(roomId: Int64, from: UInt64, upto: UInt64) throws(StoreError) -> (count: Int, bytes: Int, maxSeq: UInt64) {
+        guard let room = disk.rooms[roomId] else { return (0, 0, 0) }
+        let range = room.batches.filter { $0.roomSeq >= from && $0.roomSeq <= upto }
+        return (range.count, range.reduce(0) { $0 + $1.payload.count }, range.last?.roomSeq ?? 0)
+    }
+}

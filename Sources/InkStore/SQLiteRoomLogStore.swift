@@ -1,0 +1,99 @@
+/// The daemon's `RoomLogStore`: one SQLite database in WAL mode.
+///
+/// Two connections: the writer thread's (see `WriterThreadPipe`) and the caller's, which only
+/// reads. `synchronous=FULL` for `always` and `batch`: in WAL mode `NORMAL` syncs the WAL only
+/// at checkpoints, so a commit that returned can still vanish in a power cut, and the daemon
+/// would have acknowledged a batch it then loses. `off` uses `synchronous=OFF`: commits reach
+/// the OS (they survive `kill -9`), not necessarily the disk.
+public final class SQLiteRoomLogStore: RoomLogStore {
+    public struct Options: Sendable {
+        public var durability: Durability = .batch
+        /// Group commit: at most one commit per interval (`batch`, `off`).
+        public var commitInterval: Duration = .milliseconds(2)
+        /// Retention of rooms that `append` creates.
+        public var defaultRetention: Retention = .board
+        public var limits = StoreLimits()
+        /// How long a connection waits on a lock held by another process (e.g. a backup).
+        public var busyTimeoutMs: Int32 = 5000
+        /// Called on the writer thread after each successful commit: wake the loop, which then
+        /// calls `pollDurable()`. Must not call into the store.
+        public var onDurable: (@Sendable () -> Void)?
+        /// Test hook: caps the database at this many pages (SQLITE_FULL beyond), as a small disk would.
+        var maxPageCount: Int?
+
+        public init() {}
+    }
+
+    /// The database file's name inside the daemon's `--data-dir`.
+    public static let fileName = "rooms.sqlite"
+    /// WAL checkpoint threshold (pages) and the size the WAL file is truncated back to.
+    static let walAutoCheckpointPages = 1000
+    static let walSizeLimitBytes = 8 * 1024 * 1024
+
+    public let path: String
+    private let front: LogFront
+    private let pipe: WriterThreadPipe
+
+    /// Opens (creating if needed) the database at `path` and reloads every room.
+    public init(path: String, options: Options = Options()) throws(StoreError) {
+        self.path = path
+        let writeDB = try SQLiteConnection(path: path)
+        let synchronous = options.durability == .off ? "OFF" : "FULL"
+        try writeDB.exec("""
+            PRAGMA busy_timeout = \(options.busyTimeoutMs);
+            PRAGMA journal_mode = WAL;
+            PRAGMA synchronous = \(synchronous);
+            PRAGMA wal_autocheckpoint = \(Self.walAutoCheckpointPages);
+            PRAGMA journal_size_limit = \(Self.walSizeLimitBytes);
+            PRAGMA foreign_keys = OFF;
+            """)
+        guard try Self.journalMode(writeDB) == "wal" else {
+            throw .storage(code: 1, message: "WAL mode unavailable", context: "opening \(path)")
+        }
+        if let pages = options.maxPageCount { try writeDB.exec("PRAGMA max_page_count = \(pages)") }
+        try SQLiteSchema.migrate(writeDB)
+        let readDB = try SQLiteConnection(path: path)
+        try readDB.exec("PRAGMA busy_timeout = \(options.busyTimeoutMs); PRAGMA query_only = 1;")
+        let reader = try SQLiteLogReader(db: readDB)
+        let writer = try SQLiteLogWriter(db: writeDB)
+        pipe = WriterThreadPipe(writer: writer, durability: options.durability, interval: options.commitInterval, onDurable: options.onDurable)
+        do {
+            front = try LogFront(reader: reader, pipe: pipe, limits: options.limits, defaultRetention: options.defaultRetention)
+        } catch {
+            pipe.close()
+            throw error
+        }
+    }
+
+    deinit { front.close() }
+
+    private static func journalMode(_ db: SQLiteConnection) throws(StoreError) -> String {
+        let statement = try db.prepare("PRAGMA journal_mode")
+        defer { statement.reset() }
+        return try statement.step() ? statement.string(0).lowercased() : ""
+    }
+
+    public func rooms() -> [RoomInfo] { front.allRooms() }
+    public func room(_ name: String) -> RoomInfo? { front.room(name) }
+    public func createRoom(_ name: String, retention: Retention, nowMs: UInt64) throws(StoreError) -> RoomInfo {
+        try front.createRoom(name, retention: retention, nowMs: nowMs)
+    }
+    public func append(_ batch: NewBatch) throws(StoreError) -> AppendOutcome { try front.append(batch) }
+    public func pollDurable() -> [DurableMark] { front.pollDurable() }
+    public func pollFailures() -> [StoreError] { front.pollFailures() }
+    public func flush() throws(StoreError) { try front.flush() }
+    public func find(room: String, origin: UInt64, originSeq: UInt64) throws(StoreError) -> UInt64? {
+        try front.find(room: room, origin: origin, originSeq: originSeq)
+    }
+    public func readTail(room: String, after: UInt64, maxRecords: Int, maxBytes: Int) throws(StoreError) -> TailPage {
+        try front.readTail(room: room, after: after, maxRecords: maxRecords, maxBytes: maxBytes)
+    }
+    public func latestSnapshot(room: String) throws(StoreError) -> RoomSnapshot? { try front.latestSnapshot(room: room) }
+    public func writeSnapshot(room: String, _ snapshot: RoomSnapshot) throws(StoreError) {
+        try front.writeSnapshot(room: room, snapshot)
+    }
+    public func expireIdleRooms(nowMs: UInt64) throws(StoreError) -> [String] { try front.expireIdleRooms(nowMs: nowMs) }
+    public func deleteRoom(_ name: String) throws(StoreError) { try front.deleteRoom(name) }
+    public var usage: StoreUsage { front.usage }
+    public func close() { front.close() }
+}

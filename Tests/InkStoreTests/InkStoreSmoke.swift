@@ -1,6 +1,0 @@
-import Testing
-@testable import InkStore
-
-@Test func InkStoreModuleLinks() {
-    #expect(Bool(true))
-}
