@@ -1,2 +1,0 @@
-// InkUV module. See docs/architecture.md for its place among the layers.
-import CLibUV

@@ -1,0 +1,88 @@
+import CLibUV
+
+/// A re-armable timer. libuv counts whole milliseconds, so deadlines given in microseconds are
+/// rounded *up*: the callback never runs before the deadline (it would wake early and spin).
+///
+/// Named `LoopTimer` so it does not collide with Foundation's `Timer` in modules importing both.
+public final class LoopTimer: HandleOwner {
+    private var handle: UnsafeMutablePointer<uv_timer_t>?
+    private var callback: (() -> Void)?
+    public private(set) var isClosing = false
+    /// Called once when the timer has been closed and freed.
+    public var onClose: (() -> Void)?
+
+    public init(loop: EventLoop) throws(UVError) {
+        let handle = UnsafeMutablePointer<uv_timer_t>.allocate(capacity: 1)
+        let rc = uv_timer_init(loop.raw, handle)
+        if rc < 0 {
+            discardUninitialised(handle)
+            throw UVError(code: rc, operation: "timer_init")
+        }
+        self.handle = handle
+        attach(self, to: asHandle(handle))
+    }
+
+    /// Fires `callback` once the monotonic clock (`EventLoop.now`) reaches `deadline`
+    /// (microseconds), replacing any earlier arming. A deadline in the past fires on the next
+    /// loop round.
+    public func start(atMicroseconds deadline: UInt64, _ callback: @escaping () -> Void) {
+        guard let handle, !isClosing else { return }
+        // libuv fires when its loop clock (whole ms, never ahead of uv_hrtime) reaches
+        // uv_now + timeout, so aim at the deadline rounded up on that clock.
+        let dueMilliseconds = (deadline &+ 999) / 1000
+        let loopNow = uv_now(handle.pointee.loop)
+        let timeout = dueMilliseconds > loopNow ? dueMilliseconds - loopNow : 0
+        self.callback = callback
+        uv_timer_start(handle, timerFired, timeout, 0)
+    }
+
+    /// Fires `callback` after `delay` microseconds (rounded up to whole ms), then every
+    /// `interval` microseconds (rounded up) if it is non-zero. Replaces any earlier arming.
+    public func start(afterMicroseconds delay: UInt64, repeatingEveryMicroseconds interval: UInt64 = 0,
+                      _ callback: @escaping () -> Void) {
+        guard let handle, !isClosing else { return }
+        self.callback = callback
+        uv_timer_start(handle, timerFired, LoopTimer.roundedUpMilliseconds(delay), LoopTimer.roundedUpMilliseconds(interval))
+    }
+
+    /// Disarms the timer; it can be started again.
+    public func stop() {
+        guard let handle, !isClosing else { return }
+        uv_timer_stop(handle)
+    }
+
+    /// Whether the timer is armed.
+    public var isActive: Bool {
+        guard let handle, !isClosing else { return false }
+        return uv_is_active(asHandle(handle)) != 0
+    }
+
+    /// Closes the timer. Idempotent, safe inside its own callback.
+    public func close() {
+        guard let handle, !isClosing else { return }
+        isClosing = true
+        closeHandle(asHandle(handle))
+    }
+
+    func didClose() {
+        handle = nil
+        callback = nil
+        let onClose = self.onClose
+        self.onClose = nil
+        onClose?()
+    }
+
+    fileprivate func fire() {
+        guard !isClosing, let callback else { return }
+        callback()
+    }
+
+    static func roundedUpMilliseconds(_ microseconds: UInt64) -> UInt64 {
+        microseconds / 1000 + (microseconds % 1000 == 0 ? 0 : 1)
+    }
+}
+
+private func timerFired(_ handle: UnsafeMutablePointer<uv_timer_t>?) {
+    guard let handle, let timer = owner(asHandle(handle), as: LoopTimer.self) else { return }
+    timer.fire()
+}

@@ -1,0 +1,306 @@
+import CLibUV
+import Glibc
+
+/// A UDP socket on an `EventLoop`, built for many small datagrams:
+/// - receive uses recvmmsg (`UV_UDP_RECVMMSG`) into one slab allocated once per socket, and hands
+///   each datagram to `onDatagram` as a borrowed buffer plus the sender: no heap work per datagram;
+/// - send tries `uv_udp_try_send` first; only when the kernel queue is full (or earlier sends are
+///   still queued, to keep order) does it copy the datagram into a queued request, freed in its
+///   callback. Queued bytes are bounded by `maximumQueuedSendBytes`.
+public final class UDPSocket: HandleOwner {
+    /// libuv hands recvmmsg one 64 KiB slice of the receive buffer per datagram.
+    public static let receiveSliceBytes = 64 * 1024
+    /// libuv 1.44 reads at most 20 datagrams per recvmmsg call; more slices would go unused.
+    public static let maximumReceiveBatch = 20
+    /// Default bound on bytes waiting in queued sends before `send` refuses with ENOBUFS.
+    public static let defaultMaximumQueuedSendBytes = 4 * 1024 * 1024
+    /// Largest payload `send` accepts (the IPv4 UDP maximum; the kernel refuses more anyway).
+    public static let maximumDatagramBytes = 65_507
+
+    private var handle: UnsafeMutablePointer<uv_udp_t>?
+    private var slab: UnsafeMutableRawBufferPointer?
+    private let batch: Int
+    private var onDatagram: ((UnsafeRawBufferPointer, SocketAddress) -> Void)?
+
+    /// Receive errors (from the kernel) and failed queued sends; the socket stays open.
+    public var onError: ((UVError) -> Void)?
+    /// Called once when the socket has been closed and freed.
+    public var onClose: (() -> Void)?
+    /// Bound on bytes held by queued sends; `send` throws ENOBUFS past it (the datagram is dropped).
+    public var maximumQueuedSendBytes = UDPSocket.defaultMaximumQueuedSendBytes
+
+    /// Counters for metrics.
+    public private(set) var datagramsReceived: UInt64 = 0
+    public private(set) var datagramsSent: UInt64 = 0
+    /// Sends that had to be queued because the kernel buffer was full.
+    public private(set) var sendsQueued: UInt64 = 0
+    /// Datagrams dropped because they did not fit a receive slice (MSG_TRUNC).
+    public private(set) var datagramsTruncated: UInt64 = 0
+
+    /// Binds a new socket. Port 0 picks a free port (see `localAddress`). `ipv6Only` false lets an
+    /// `[::]` socket take IPv4 peers too (as `::ffff:a.b.c.d`). `batch` is the most datagrams
+    /// read per system call (1 ... `maximumReceiveBatch`).
+    public convenience init(
+        loop: EventLoop, bindTo address: SocketAddress, reuseAddress: Bool = false, ipv6Only: Bool = false,
+        batch: Int = UDPSocket.maximumReceiveBatch
+    ) throws(UVError) {
+        let domain = address.family == .ipv4 ? AF_INET : AF_INET6
+        try self.init(loop: loop, domain: UInt32(domain), batch: batch)
+        var flags: UInt32 = 0
+        if reuseAddress { flags |= UV_UDP_REUSEADDR.rawValue }
+        if ipv6Only && address.family == .ipv6 { flags |= UV_UDP_IPV6ONLY.rawValue }
+        let rc = address.withSockAddr { sockaddr, _ in uv_udp_bind(handle, sockaddr, flags) }
+        if rc < 0 {
+            close()
+            throw UVError(code: rc, operation: "udp_bind \(address)")
+        }
+    }
+
+    /// Adopts an already bound datagram socket (systemd socket activation). The socket becomes
+    /// owned by this object and is closed with it.
+    public convenience init(loop: EventLoop, adopting fd: Int32, batch: Int = UDPSocket.maximumReceiveBatch) throws(UVError) {
+        try self.init(loop: loop, domain: UInt32(AF_UNSPEC), batch: batch)
+        let rc = uv_udp_open(handle, fd)
+        if rc < 0 {
+            close()
+            throw UVError(code: rc, operation: "udp_open fd \(fd)")
+        }
+    }
+
+    private init(loop: EventLoop, domain: UInt32, batch: Int) throws(UVError) {
+        self.batch = min(max(batch, 1), UDPSocket.maximumReceiveBatch)
+        let handle = UnsafeMutablePointer<uv_udp_t>.allocate(capacity: 1)
+        let rc = uv_udp_init_ex(loop.raw, handle, domain | UInt32(UV_UDP_RECVMMSG.rawValue))
+        if rc < 0 {
+            discardUninitialised(handle)
+            throw UVError(code: rc, operation: "udp_init")
+        }
+        self.handle = handle
+        attach(self, to: asHandle(handle))
+    }
+
+    /// Whether `close()` has been called (the handle may still be finishing its close).
+    public private(set) var isClosing = false
+
+    /// The bound address (with the port the kernel picked for port 0).
+    public var localAddress: SocketAddress {
+        get throws(UVError) {
+            guard let handle else { throw UVError.closed("udp_getsockname") }
+            var storage = sockaddr_storage()
+            var length = Int32(MemoryLayout<sockaddr_storage>.size)
+            let rc = withUnsafeMutablePointer(to: &storage) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { uv_udp_getsockname(handle, $0, &length) }
+            }
+            try UVError.check(rc, "udp_getsockname")
+            let address = withUnsafePointer(to: &storage) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress($0) }
+            }
+            guard let address else { throw UVError(code: UVError.invalidArgument, operation: "udp_getsockname") }
+            return address
+        }
+    }
+
+    /// Whether libuv reads with recvmmsg on this socket.
+    public var usesRecvmmsg: Bool {
+        guard let handle else { return false }
+        return uv_udp_using_recvmmsg(handle) != 0
+    }
+
+    /// Bytes and count of datagrams queued in libuv, waiting for the kernel.
+    public var sendQueueBytes: Int { handle.map { uv_udp_get_send_queue_size($0) } ?? 0 }
+    public var sendQueueCount: Int { handle.map { uv_udp_get_send_queue_count($0) } ?? 0 }
+
+    // MARK: buffers
+
+    /// Sets SO_RCVBUF (the kernel may cap it at net.core.rmem_max and reports it doubled).
+    public func setReceiveBufferSize(_ bytes: Int32) throws(UVError) {
+        var value = bytes
+        try bufferSize(uv_recv_buffer_size, &value, "udp_recv_buffer_size")
+    }
+
+    /// Sets SO_SNDBUF (the kernel may cap it at net.core.wmem_max and reports it doubled).
+    public func setSendBufferSize(_ bytes: Int32) throws(UVError) {
+        var value = bytes
+        try bufferSize(uv_send_buffer_size, &value, "udp_send_buffer_size")
+    }
+
+    /// The kernel's current SO_RCVBUF.
+    public func receiveBufferSize() throws(UVError) -> Int32 {
+        var value: Int32 = 0
+        try bufferSize(uv_recv_buffer_size, &value, "udp_recv_buffer_size")
+        return value
+    }
+
+    /// The kernel's current SO_SNDBUF.
+    public func sendBufferSize() throws(UVError) -> Int32 {
+        var value: Int32 = 0
+        try bufferSize(uv_send_buffer_size, &value, "udp_send_buffer_size")
+        return value
+    }
+
+    private func bufferSize(
+        _ call: (UnsafeMutablePointer<uv_handle_t>?, UnsafeMutablePointer<Int32>?) -> Int32,
+        _ value: inout Int32, _ operation: String
+    ) throws(UVError) {
+        guard let handle else { throw UVError.closed(operation) }
+        try UVError.check(call(asHandle(handle), &value), operation)
+    }
+
+    // MARK: receive
+
+    /// Starts delivering datagrams. The buffer is only valid during the call; copy what you keep.
+    public func startReceiving(_ onDatagram: @escaping (UnsafeRawBufferPointer, SocketAddress) -> Void) throws(UVError) {
+        guard let handle, !isClosing else { throw UVError.closed("udp_recv_start") }
+        if slab == nil {
+            slab = .allocate(byteCount: batch * UDPSocket.receiveSliceBytes, alignment: 16)
+        }
+        self.onDatagram = onDatagram
+        try UVError.check(uv_udp_recv_start(handle, udpAllocate, udpReceive), "udp_recv_start")
+    }
+
+    /// Stops delivering datagrams (they wait in the kernel buffer).
+    public func stopReceiving() {
+        if let handle { uv_udp_recv_stop(handle) }
+        onDatagram = nil
+    }
+
+    fileprivate func provideBuffer(_ buffer: UnsafeMutablePointer<uv_buf_t>) {
+        // Every datagram of the previous batch was delivered synchronously, so the slab is free.
+        guard let slab, !isClosing else {
+            buffer.pointee = uv_buf_init(nil, 0)
+            return
+        }
+        buffer.pointee = uv_buf_init(slab.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(slab.count))
+    }
+
+    fileprivate func received(_ count: Int, _ buffer: UnsafePointer<uv_buf_t>?, _ sender: UnsafePointer<sockaddr>?, _ flags: UInt32) {
+        if count < 0 {
+            onError?(UVError(code: Int32(count), operation: "udp_recv"))
+            return
+        }
+        // No sender: "nothing more to read" or the UV_UDP_MMSG_FREE end of a batch. The slab is
+        // ours and reused, so there is nothing to free.
+        guard let sender, let buffer, !isClosing, let onDatagram else { return }
+        if flags & UInt32(UV_UDP_PARTIAL.rawValue) != 0 {
+            datagramsTruncated &+= 1
+            return
+        }
+        guard let peer = SocketAddress(sender) else { return }
+        datagramsReceived &+= 1
+        onDatagram(UnsafeRawBufferPointer(start: buffer.pointee.base, count: count), peer)
+    }
+
+    // MARK: send
+
+    /// Sends one datagram (possibly empty). Returns true if it went straight to the kernel, false
+    /// if it was copied and queued. Throws ENOBUFS when the queue bound is reached (dropped), or
+    /// the kernel's error (EMSGSIZE, ENETUNREACH...).
+    @discardableResult
+    public func send(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress) throws(UVError) -> Bool {
+        guard let handle, !isClosing else { throw UVError.closed("udp_send") }
+        guard bytes.count <= UDPSocket.maximumDatagramBytes else {
+            throw UVError(code: UVError.messageTooLong, operation: "udp_send \(address)")
+        }
+        let base = UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: CChar.self))
+        var buffer = uv_buf_init(base, UInt32(bytes.count))
+        let sent = queueEverySendForTesting
+            ? UVError.wouldBlock
+            : address.withSockAddr { sockaddr, _ in uv_udp_try_send(handle, &buffer, 1, sockaddr) }
+        if sent >= 0 {
+            datagramsSent &+= 1
+            return true
+        }
+        guard sent == UVError.wouldBlock else { throw UVError(code: sent, operation: "udp_send \(address)") }
+        try enqueue(bytes, to: address, handle: handle)
+        sendsQueued &+= 1
+        datagramsSent &+= 1
+        return false
+    }
+
+    /// Sends one datagram from an array (see `send(_:to:)` for an unsafe buffer).
+    @discardableResult
+    public func send(_ bytes: [UInt8], to address: SocketAddress) throws(UVError) -> Bool {
+        let result = bytes.withUnsafeBytes { raw in Result { () throws(UVError) -> Bool in try send(raw, to: address) } }
+        return try result.get()
+    }
+
+    /// One queued datagram: the request followed by its own copy of the payload.
+    private func enqueue(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress, handle: UnsafeMutablePointer<uv_udp_t>) throws(UVError) {
+        if uv_udp_get_send_queue_size(handle) + bytes.count > maximumQueuedSendBytes {
+            throw UVError(code: UVError.noBufferSpace, operation: "udp_send \(address)")
+        }
+        let header = UDPSocket.requestHeaderBytes
+        let block = UnsafeMutableRawPointer.allocate(byteCount: header + max(bytes.count, 1), alignment: 16)
+        let request = block.bindMemory(to: uv_udp_send_t.self, capacity: 1)
+        let payload = block + header
+        if let source = bytes.baseAddress, bytes.count > 0 {
+            payload.copyMemory(from: source, byteCount: bytes.count)
+        }
+        var buffer = uv_buf_init(payload.assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
+        let rc = address.withSockAddr { sockaddr, _ in uv_udp_send(request, handle, &buffer, 1, sockaddr, udpSent) }
+        if rc < 0 {
+            block.deallocate()
+            throw UVError(code: rc, operation: "udp_send \(address)")
+        }
+    }
+
+    /// Tests set this to exercise the queued path (loopback rarely fills a send buffer).
+    var queueEverySendForTesting = false
+
+    /// Payload offset inside a queued-send block (request size rounded up to 16).
+    static let requestHeaderBytes = (MemoryLayout<uv_udp_send_t>.size + 15) & ~15
+
+    fileprivate func sendCompleted(_ status: Int32) {
+        // Cancelled sends at close are expected; anything else is worth reporting.
+        if status < 0 && status != UVError.cancelled {
+            onError?(UVError(code: status, operation: "udp_send"))
+        }
+    }
+
+    // MARK: close
+
+    /// Closes the socket; queued sends are cancelled. Idempotent, safe inside callbacks.
+    public func close() {
+        guard let handle, !isClosing else { return }
+        isClosing = true
+        uv_udp_recv_stop(handle)
+        closeHandle(asHandle(handle))
+    }
+
+    func didClose() {
+        handle = nil
+        slab?.deallocate()
+        slab = nil
+        onDatagram = nil
+        let onClose = self.onClose
+        self.onClose = nil
+        onError = nil
+        onClose?()
+    }
+}
+
+private func udpAllocate(_ handle: UnsafeMutablePointer<uv_handle_t>?, _ suggested: Int, _ buffer: UnsafeMutablePointer<uv_buf_t>?) {
+    guard let buffer else { return }
+    guard let socket = owner(handle, as: UDPSocket.self) else {
+        buffer.pointee = uv_buf_init(nil, 0)
+        return
+    }
+    socket.provideBuffer(buffer)
+}
+
+private func udpReceive(
+    _ handle: UnsafeMutablePointer<uv_udp_t>?, _ count: Int, _ buffer: UnsafePointer<uv_buf_t>?,
+    _ sender: UnsafePointer<sockaddr>?, _ flags: UInt32
+) {
+    guard let handle, let socket = owner(asHandle(handle), as: UDPSocket.self) else { return }
+    socket.received(count, buffer, sender, flags)
+}
+
+private func udpSent(_ request: UnsafeMutablePointer<uv_udp_send_t>?, _ status: Int32) {
+    guard let request else { return }
+    if let handle = request.pointee.handle, let socket = owner(asHandle(handle), as: UDPSocket.self) {
+        socket.sendCompleted(status)
+    }
+    // The request and its payload copy were one allocation.
+    UnsafeMutableRawPointer(request).deallocate()
+}

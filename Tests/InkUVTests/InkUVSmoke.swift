@@ -1,6 +1,0 @@
-import Testing
-@testable import InkUV
-
-@Test func InkUVModuleLinks() {
-    #expect(Bool(true))
-}

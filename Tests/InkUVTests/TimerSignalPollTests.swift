@@ -1,0 +1,143 @@
+import Testing
+import Glibc
+import InkUV
+
+@Suite(.serialized) struct TimerSignalPollTests {
+    @Test func timersFireInDeadlineOrderAndReArm() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var fired: [String] = []
+        let a = try LoopTimer(loop: loop), b = try LoopTimer(loop: loop), c = try LoopTimer(loop: loop)
+        a.start(afterMicroseconds: 30_000) { fired.append("a") }
+        b.start(afterMicroseconds: 10_000) { fired.append("b") }
+        // Re-arming replaces the earlier arming: c fires once, last.
+        c.start(afterMicroseconds: 5_000) { fired.append("c-early") }
+        c.start(afterMicroseconds: 200_000) { fired.append("c") }
+        var rearmed = 0
+        let d = try LoopTimer(loop: loop)
+        func armD() {
+            d.start(afterMicroseconds: 15_000) {
+                fired.append("d\(rearmed)")
+                rearmed += 1
+                if rearmed < 2 { armD() }
+            }
+        }
+        armD()
+        #expect(drive(loop) { fired.count == 5 })
+        #expect(fired == ["b", "d0", "a", "d1", "c"])
+        #expect(!a.isActive && !d.isActive)
+    }
+
+    @Test func repeatingTimerStopsFromItsCallback() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let timer = try LoopTimer(loop: loop)
+        var ticks = 0
+        timer.start(afterMicroseconds: 1_500, repeatingEveryMicroseconds: 2_001) {
+            ticks += 1
+            if ticks == 3 { timer.stop() }
+        }
+        #expect(timer.isActive)
+        #expect(drive(loop) { ticks == 3 && !timer.isActive })
+        loop.runNoWait()
+        #expect(ticks == 3)
+    }
+
+    /// Absolute deadlines in microseconds are never served early despite whole-ms timers.
+    @Test func absoluteDeadlinesNeverFireEarly() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let timer = try LoopTimer(loop: loop)
+        var lateness: [Int64] = []
+        for offset: UInt64 in [1, 250, 999, 1_001, 2_500, 3_999] {
+            let deadline = loop.now + offset
+            var done = false
+            timer.start(atMicroseconds: deadline) {
+                lateness.append(Int64(loop.now) - Int64(deadline))
+                done = true
+            }
+            #expect(drive(loop) { done })
+        }
+        #expect(lateness.count == 6)
+        #expect(lateness.allSatisfy { $0 >= 0 }, "fired early: \(lateness)")
+    }
+
+    @Test func timerClosesItselfInsideItsCallback() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var timer: LoopTimer? = try LoopTimer(loop: loop)
+        var fired = 0
+        var closed = false
+        timer?.onClose = { closed = true }
+        timer?.start(afterMicroseconds: 0, repeatingEveryMicroseconds: 1_000) { [weak timer] in
+            fired += 1
+            timer?.close()
+        }
+        timer = nil  // the open handle keeps itself alive
+        #expect(drive(loop) { closed })
+        #expect(fired == 1)
+        #expect(loop.openHandleCount == 0)
+    }
+
+    @Test func signalDeliveredToSelf() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let watcher = try Signal(loop: loop)
+        var received: [Int32] = []
+        try watcher.start(Signal.hangUp) { received.append($0) }
+        // Process-directed, as systemd sends it (raise() targets this thread, which the test
+        // runner may have SIGHUP blocked on).
+        kill(getpid(), SIGHUP)
+        #expect(drive(loop) { received.count == 1 })
+        kill(getpid(), SIGHUP)
+        #expect(drive(loop) { received.count == 2 })
+        #expect(received == [SIGHUP, SIGHUP])
+        watcher.close()
+    }
+
+    @Test func pollSeesAReadableDescriptor() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        defer { Glibc.close(fds[0]); Glibc.close(fds[1]) }
+        let poll = try Poll(loop: loop, fd: fds[0])
+        var seen: [Poll.Events] = []
+        try poll.start(.readable) { events, error in
+            #expect(error == nil)
+            seen.append(events)
+            var byte: UInt8 = 0
+            _ = read(fds[0], &byte, 1)
+            poll.close()
+        }
+        var byte: UInt8 = 42
+        #expect(write(fds[1], &byte, 1) == 1)
+        var closed = false
+        poll.onClose = { closed = true }
+        #expect(drive(loop) { closed })
+        #expect(seen == [.readable])
+    }
+
+    /// Handles left open (and unreferenced) are closed and freed by shutdown.
+    @Test func shutdownClosesEverything() throws {
+        let loop = try EventLoop()
+        var closed = 0
+        let udp = try UDPSocket(loop: loop, bindTo: .loopbackIPv4(port: 0))
+        try udp.startReceiving { _, _ in }
+        udp.onClose = { closed += 1 }
+        let tcp = try TCPListener(loop: loop, bindTo: .loopbackIPv6(port: 0))
+        try tcp.listen { _ in }
+        tcp.onClose = { closed += 1 }
+        let timer = try LoopTimer(loop: loop)
+        timer.start(afterMicroseconds: 1_000_000) {}
+        timer.onClose = { closed += 1 }
+        let signal = try Signal(loop: loop)
+        try signal.start(SIGINT) { _ in }
+        signal.onClose = { closed += 1 }
+        #expect(loop.openHandleCount == 4)
+        loop.shutdown()
+        #expect(closed == 4)
+        #expect(udp.isClosing && tcp.isClosing && timer.isClosing && signal.isClosing)
+        loop.shutdown()
+    }
+}
