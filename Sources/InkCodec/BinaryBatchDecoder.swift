@@ -1,0 +1,205 @@
+// Decoder of the compact binary codec: bytes -> Batch, against a BinaryCodecState.
+
+extension BinaryBatchCodec {
+    /// Decodes one batch and advances `state`. On error `state` is unchanged.
+    public static func decode(_ bytes: [UInt8], state: inout BinaryCodecState) throws(BinaryCodecError) -> Batch {
+        var commands: [TimedCommand] = []
+        let result = bytes.withUnsafeBytes { raw -> Result<AuthorID, BinaryCodecError> in
+            do throws(BinaryCodecError) {
+                return .success(try BinaryBatchDecoder.decode(raw, state: &state, into: &commands))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let author = try result.get()
+        return Batch(author: author, commands: commands)
+    }
+}
+
+public enum BinaryBatchDecoder {
+    /// Decodes one batch from `bytes`, appends its commands to `commands` and returns its author.
+    /// On error `state` is unchanged and `commands` is restored to its previous length.
+    public static func decode(
+        _ bytes: UnsafeRawBufferPointer, state: inout BinaryCodecState, into commands: inout [TimedCommand]
+    ) throws(BinaryCodecError) -> AuthorID {
+        let before = commands.count
+        do {
+            return try decodeUnchecked(bytes, state: &state, into: &commands)
+        } catch {
+            commands.removeSubrange(before...)
+            throw error
+        }
+    }
+
+    private static func decodeUnchecked(
+        _ bytes: UnsafeRawBufferPointer, state: inout BinaryCodecState, into commands: inout [TimedCommand]
+    ) throws(BinaryCodecError) -> AuthorID {
+        guard !bytes.isEmpty, bytes.count <= BinaryBatchCodec.maxBatchBytes else { throw .badLength(bytes.count) }
+        guard var d = RANSDecoder(bytes) else { throw .badState }
+        let header = d.get(.header)
+        let author: AuthorID
+        var context: StrokeContext
+        switch header {
+        case 0:
+            guard let last = state.lastAuthor else { throw .missingContext }
+            author = last
+            context = state.context(of: author)
+        case 1, 2:
+            guard let raw = d.getUInt(), raw <= UInt64(UInt32.max) else { throw .badField }
+            author = AuthorID(UInt32(raw))
+            context = header == 2 ? .initial : state.context(of: author)
+        default:
+            throw .unsupportedHeader(header)
+        }
+        var opaqueBudget = UInt64(bytes.count)
+        var decoded = 0
+        while true {
+            let kind = d.get(.kind(open: context.isOpen))
+            if kind == BinaryKind.endOfBatch { break }
+            decoded += 1
+            guard decoded <= Batch.maxCommands else { throw .tooManyCommands }
+            let command = try decodeCommand(kind, &d, &context, &opaqueBudget)
+            commands.append(command)
+        }
+        guard d.isCleanEnd else { throw .corrupt }
+        if header == 2 { state.reset() }
+        state.commit(context, author: author)
+        return author
+    }
+
+    @inline(__always)
+    private static func decodeCommand(
+        _ kind: Int, _ d: inout RANSDecoder, _ context: inout StrokeContext, _ opaqueBudget: inout UInt64
+    ) throws(BinaryCodecError) -> TimedCommand {
+        switch kind {
+        case BinaryKind.move, BinaryKind.end, BinaryKind.startPen, BinaryKind.startEraser, BinaryKind.point:
+            let group = kind == BinaryKind.move ? 0 : (kind == BinaryKind.end ? 1 : 2)
+            let (t, timeSymbol) = try getTime(group: group, &d, &context)
+            var stroke = context.stroke
+            var tool = context.tool
+            var phase = StrokePhase.move
+            switch kind {
+            case BinaryKind.move, BinaryKind.end:
+                guard context.isOpen else { throw .badField }
+                phase = kind == BinaryKind.move ? .move : .end
+            case BinaryKind.startPen, BinaryKind.startEraser:
+                stroke = StrokeID(context.stroke.rawValue &+ 1)
+                tool = kind == BinaryKind.startPen ? .pen : .eraser
+                phase = .start
+            default:
+                stroke = try getStrokeDelta(&d, context)
+                tool = d.getBits(1) == 0 ? .pen : .eraser
+                guard let ph = StrokePhase(rawValue: UInt8(d.getBits(2))) else { throw .badField }
+                phase = ph
+            }
+            let continues = context.continues(stroke: stroke, phase: phase)
+            let c = BinaryPrediction.timeClass(timeSymbol)
+            let n = continues ? context.count : 0
+            let base = BinaryPrediction.residualBase(count: n, timeClass: c)
+            let px = n == 0 ? Int64(context.xs.0) : BinaryPrediction.predict(context.xs, count: n, timeClass: c)
+            let py = n == 0 ? Int64(context.ys.0) : BinaryPrediction.predict(context.ys, count: n, timeClass: c)
+            let x = try getCoordinate(px, .residual(base), &d)
+            let y = try getCoordinate(py, .residual(base + 1), &d)
+            let p = StrokePoint(stroke: stroke, tool: tool, phase: phase, x: x, y: y)
+            context.record(p, continues: continues)
+            return TimedCommand(timeMs: t, command: .point(p))
+        case BinaryKind.penStyle:
+            let t = try getTime(group: 3, &d, &context).0
+            let color = UInt8(d.getBits(3))
+            let width = UInt8(d.getBits(2))
+            guard let style = PenStyle(color: color, width: width) else { throw .badField }
+            return TimedCommand(timeMs: t, command: .penStyle(style))
+        case BinaryKind.undo, BinaryKind.redo:
+            let t = try getTime(group: 3, &d, &context).0
+            let s = try getStrokeDelta(&d, context)
+            return TimedCommand(timeMs: t, command: kind == BinaryKind.undo ? .undo(s) : .redo(s))
+        case BinaryKind.clear:
+            let t = try getTime(group: 3, &d, &context).0
+            return TimedCommand(timeMs: t, command: .clear)
+        case BinaryKind.erase:
+            let t = try getTime(group: 3, &d, &context).0
+            let a = try getUInt32(&d)
+            let s = try getUInt32(&d)
+            return TimedCommand(timeMs: t, command: .erase(StrokeRef(author: AuthorID(a), stroke: StrokeID(s))))
+        case BinaryKind.addPage, BinaryKind.switchPage:
+            let t = try getTime(group: 3, &d, &context).0
+            let page = PageID(try getUInt32(&d))
+            return TimedCommand(timeMs: t, command: kind == BinaryKind.addPage ? .addPage(page) : .switchPage(page))
+        case BinaryKind.room:
+            let t = try getTime(group: 3, &d, &context).0
+            let room: RoomCommand
+            switch d.getBits(2) {
+            case 0: room = .lock
+            case 1: room = .unlock
+            case 2: room = .presentPage(PageID(try getUInt32(&d)))
+            default: throw .badField
+            }
+            return TimedCommand(timeMs: t, command: .room(room))
+        case BinaryKind.opaque:
+            let t = try getTime(group: 3, &d, &context).0
+            let code = CommandKind(rawValue: UInt8(d.getBits(8)))
+            guard let length = d.getUInt() else { throw .badField }
+            // Raw bytes cost their full size in the coder, so a valid payload never exceeds
+            // the input: this bounds the work and memory a hostile batch can cause.
+            guard length <= UInt64(BinaryBatchCodec.maxOpaqueBytes), length <= opaqueBudget else {
+                throw .payloadTooLarge(length)
+            }
+            opaqueBudget -= length
+            var payload: [UInt8] = []
+            payload.reserveCapacity(Int(length))
+            for _ in 0..<Int(length) { payload.append(UInt8(d.getBits(8))) }
+            return TimedCommand(timeMs: t, command: .unknown(kind: code, payload: payload))
+        default:
+            throw .reservedKind(kind)
+        }
+    }
+
+    @inline(__always)
+    private static func getTime(
+        group: Int, _ d: inout RANSDecoder, _ context: inout StrokeContext
+    ) throws(BinaryCodecError) -> (UInt64, Int) {
+        let previous = context.timeMs
+        let symbol = d.get(.time(group))
+        let t: UInt64
+        if symbol <= BinaryPrediction.largeFramesSymbol {
+            guard BinaryPrediction.isOnGrid(previous) else { throw .badTime }
+            var frames = UInt64(symbol)
+            if symbol == BinaryPrediction.largeFramesSymbol {
+                guard let extra = d.getUInt(), extra < BinaryPrediction.gridLimitMs else { throw .badTime }
+                frames = extra + UInt64(BinaryPrediction.directFrames)
+            }
+            t = BinaryPrediction.gridTime(BinaryPrediction.frame(previous) + frames)
+            guard BinaryPrediction.isOnGrid(t) else { throw .badTime }
+        } else if symbol == BinaryPrediction.offGridSymbol {
+            guard let z = d.getUInt() else { throw .badTime }
+            t = previous &+ UInt64(bitPattern: BinaryPrediction.unzigzag(z))
+            // The encoder uses the grid whenever it can; anything else is not canonical.
+            if t >= previous && BinaryPrediction.isOnGrid(t) && BinaryPrediction.isOnGrid(previous) { throw .badTime }
+        } else {
+            throw .badTime
+        }
+        context.timeMs = t
+        return (t, symbol)
+    }
+
+    @inline(__always)
+    private static func getCoordinate(_ prediction: Int64, _ table: BinaryTable, _ d: inout RANSDecoder) throws(BinaryCodecError) -> Int32 {
+        let symbol = d.get(table)
+        let bits = BinaryPrediction.extraBits(symbol)
+        let extra = bits <= RANSConstants.maxRawBits ? d.getBits(bits) : d.getWideBits(bits)
+        let value = prediction + BinaryPrediction.residual(symbol, extra: extra)
+        guard let v = Int32(exactly: value) else { throw .coordinateOutOfRange }
+        return v
+    }
+
+    private static func getStrokeDelta(_ d: inout RANSDecoder, _ context: StrokeContext) throws(BinaryCodecError) -> StrokeID {
+        guard let z = d.getUInt(), z <= UInt64(UInt32.max) else { throw .badField }
+        let delta = Int32(truncatingIfNeeded: BinaryPrediction.unzigzag(z))
+        return StrokeID(context.stroke.rawValue &+ UInt32(bitPattern: delta))
+    }
+
+    private static func getUInt32(_ d: inout RANSDecoder) throws(BinaryCodecError) -> UInt32 {
+        guard let v = d.getUInt(), v <= UInt64(UInt32.max) else { throw .badField }
+        return UInt32(v)
+    }
+}

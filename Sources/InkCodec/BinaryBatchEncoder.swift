@@ -1,0 +1,188 @@
+// Encoder of the compact binary codec: Batch -> bytes, against a BinaryCodecState.
+
+/// Kind symbols (docs/protocol.md section 2.3). 15 is reserved.
+enum BinaryKind {
+    static let endOfBatch = 0, move = 1, end = 2, startPen = 3, startEraser = 4, point = 5
+    static let penStyle = 6, undo = 7, redo = 8, clear = 9, erase = 10, addPage = 11
+    static let switchPage = 12, room = 13, opaque = 14
+}
+
+/// Bounds and entry points of the compact binary codec.
+public enum BinaryBatchCodec {
+    /// Largest encoded batch, in bytes (decoders reject longer input).
+    public static let maxBatchBytes = 1 << 22
+    /// Largest payload of an unknown-kind command, in bytes.
+    public static let maxOpaqueBytes = 1 << 16
+
+    /// Encodes `batch` against `state` and advances `state`. With `selfContained` the batch
+    /// resets the state first, so it decodes with a fresh `BinaryCodecState`.
+    /// On error `state` is unchanged.
+    public static func encode(
+        _ batch: Batch, state: inout BinaryCodecState, selfContained: Bool = false
+    ) throws(BinaryCodecError) -> [UInt8] {
+        var encoder = BinaryBatchEncoder()
+        var out: [UInt8] = []
+        try encoder.encode(batch, state: &state, selfContained: selfContained, into: &out)
+        return out
+    }
+}
+
+/// Reusable encoder (keeps its scratch buffers between batches).
+public struct BinaryBatchEncoder {
+    private var coder = RANSEncoder()
+
+    public init() {}
+
+    /// Appends the encoding of `batch` to `out` and advances `state`; returns the byte count.
+    /// On error neither `state` nor `out` changes.
+    @discardableResult
+    public mutating func encode(
+        _ batch: Batch, state: inout BinaryCodecState, selfContained: Bool = false, into out: inout [UInt8]
+    ) throws(BinaryCodecError) -> Int {
+        guard batch.commands.count <= Batch.maxCommands else { throw .tooManyCommands }
+        coder.reset()
+        let reset = selfContained
+        if reset {
+            coder.put(2, .header)
+            coder.putUInt(UInt64(batch.author.rawValue))
+        } else if state.lastAuthor == batch.author {
+            coder.put(0, .header)
+        } else {
+            coder.put(1, .header)
+            coder.putUInt(UInt64(batch.author.rawValue))
+        }
+        var context = reset ? StrokeContext.initial : state.context(of: batch.author)
+        for timed in batch.commands {
+            try put(timed, &context)
+        }
+        coder.put(BinaryKind.endOfBatch, .kind(open: context.isOpen))
+        let before = out.count
+        coder.finish(into: &out)
+        let written = out.count - before
+        guard written <= BinaryBatchCodec.maxBatchBytes else {
+            out.removeSubrange(before...)
+            throw .batchTooLarge
+        }
+        if reset { state.reset() }
+        state.commit(context, author: batch.author)
+        return written
+    }
+
+    @inline(__always)
+    private mutating func put(_ timed: TimedCommand, _ context: inout StrokeContext) throws(BinaryCodecError) {
+        let kindTable = BinaryTable.kind(open: context.isOpen)
+        switch timed.command {
+        case .point(let p):
+            let continues = context.continues(stroke: p.stroke, phase: p.phase)
+            var kind = BinaryKind.point
+            if context.isOpen && continues && p.tool == context.tool && p.phase != .start {
+                kind = p.phase == .move ? BinaryKind.move : BinaryKind.end
+            } else if p.phase == .start && p.stroke.rawValue == context.stroke.rawValue &+ 1 {
+                kind = p.tool == .pen ? BinaryKind.startPen : BinaryKind.startEraser
+            }
+            coder.put(kind, kindTable)
+            let group = kind == BinaryKind.move ? 0 : (kind == BinaryKind.end ? 1 : 2)
+            let timeSymbol = putTime(timed.timeMs, group: group, &context)
+            if kind == BinaryKind.point {
+                let delta = Int32(bitPattern: p.stroke.rawValue &- context.stroke.rawValue)
+                coder.putUInt(BinaryPrediction.zigzag(Int64(delta)))
+                coder.putBits(p.tool == .pen ? 0 : 1, 1)
+                coder.putBits(UInt64(p.phase.rawValue), 2)
+            }
+            let c = BinaryPrediction.timeClass(timeSymbol)
+            let n = continues ? context.count : 0
+            let base = BinaryPrediction.residualBase(count: n, timeClass: c)
+            let px = n == 0 ? Int64(context.xs.0) : BinaryPrediction.predict(context.xs, count: n, timeClass: c)
+            let py = n == 0 ? Int64(context.ys.0) : BinaryPrediction.predict(context.ys, count: n, timeClass: c)
+            putResidual(Int64(p.x) - px, .residual(base))
+            putResidual(Int64(p.y) - py, .residual(base + 1))
+            context.record(p, continues: continues)
+        case .penStyle(let style):
+            coder.put(BinaryKind.penStyle, kindTable)
+            putTime(timed.timeMs, group: 3, &context)
+            coder.putBits(UInt64(style.color), 3)
+            coder.putBits(UInt64(style.width), 2)
+        case .undo(let s):
+            coder.put(BinaryKind.undo, kindTable)
+            putTime(timed.timeMs, group: 3, &context)
+            putStrokeDelta(s, context)
+        case .redo(let s):
+            coder.put(BinaryKind.redo, kindTable)
+            putTime(timed.timeMs, group: 3, &context)
+            putStrokeDelta(s, context)
+        case .clear:
+            coder.put(BinaryKind.clear, kindTable)
+            putTime(timed.timeMs, group: 3, &context)
+        case .erase(let ref):
+            coder.put(BinaryKind.erase, kindTable)
+            putTime(timed.timeMs, group: 3, &context)
+            coder.putUInt(UInt64(ref.author.rawValue))
+            coder.putUInt(UInt64(ref.stroke.rawValue))
+        case .addPage(let page):
+            coder.put(BinaryKind.addPage, kindTable)
+            putTime(timed.timeMs, group: 3, &context)
+            coder.putUInt(UInt64(page.rawValue))
+        case .switchPage(let page):
+            coder.put(BinaryKind.switchPage, kindTable)
+            putTime(timed.timeMs, group: 3, &context)
+            coder.putUInt(UInt64(page.rawValue))
+        case .room(let room):
+            coder.put(BinaryKind.room, kindTable)
+            putTime(timed.timeMs, group: 3, &context)
+            switch room {
+            case .lock: coder.putBits(0, 2)
+            case .unlock: coder.putBits(1, 2)
+            case .presentPage(let page):
+                coder.putBits(2, 2)
+                coder.putUInt(UInt64(page.rawValue))
+            }
+        case .unknown(let kind, let payload):
+            guard payload.count <= BinaryBatchCodec.maxOpaqueBytes else {
+                throw .payloadTooLarge(UInt64(payload.count))
+            }
+            coder.put(BinaryKind.opaque, kindTable)
+            putTime(timed.timeMs, group: 3, &context)
+            coder.putBits(UInt64(kind.rawValue), 8)
+            coder.putUInt(UInt64(payload.count))
+            for byte in payload { coder.putBits(UInt64(byte), 8) }
+        }
+    }
+
+    /// Codes the command's time against the author's previous one; returns the time symbol.
+    @discardableResult
+    @inline(__always)
+    private mutating func putTime(_ t: UInt64, group: Int, _ context: inout StrokeContext) -> Int {
+        let previous = context.timeMs
+        context.timeMs = t
+        let table = BinaryTable.time(group)
+        if t >= previous && BinaryPrediction.isOnGrid(t) && BinaryPrediction.isOnGrid(previous) {
+            let frames = BinaryPrediction.frame(t) - BinaryPrediction.frame(previous)
+            if frames < UInt64(BinaryPrediction.directFrames) {
+                coder.put(Int(frames), table)
+                return Int(frames)
+            }
+            coder.put(BinaryPrediction.largeFramesSymbol, table)
+            coder.putUInt(frames - UInt64(BinaryPrediction.directFrames))
+            return BinaryPrediction.largeFramesSymbol
+        }
+        coder.put(BinaryPrediction.offGridSymbol, table)
+        coder.putUInt(BinaryPrediction.zigzag(Int64(bitPattern: t &- previous)))
+        return BinaryPrediction.offGridSymbol
+    }
+
+    @inline(__always)
+    private mutating func putResidual(_ r: Int64, _ table: BinaryTable) {
+        let (symbol, extra, bits) = BinaryPrediction.residualSymbol(r)
+        coder.put(symbol, table)
+        if bits <= RANSConstants.maxRawBits {
+            coder.putBits(extra, bits)
+        } else {
+            coder.putWideBits(extra, bits)
+        }
+    }
+
+    private mutating func putStrokeDelta(_ s: StrokeID, _ context: StrokeContext) {
+        let delta = Int32(bitPattern: s.rawValue &- context.stroke.rawValue)
+        coder.putUInt(BinaryPrediction.zigzag(Int64(delta)))
+    }
+}

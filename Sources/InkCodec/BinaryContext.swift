@@ -1,0 +1,94 @@
+// What a binary batch is coded against: the state a sender and its receiver share.
+
+/// One author's stroke context: everything a decoder needs from the author's earlier batches
+/// to decode the next one (docs/protocol.md section 2.4). A batch decodes on its own given it.
+public struct StrokeContext: Hashable, Sendable {
+    /// Points of the current stroke remembered for prediction.
+    public static let rememberedPoints = 3
+
+    /// Time of the author's previous command (0 before any).
+    public var timeMs: UInt64 = 0
+    /// The stroke of the author's previous point (0 before any).
+    public var stroke: StrokeID = StrokeID(0)
+    /// Its tool.
+    public var tool: Tool = .pen
+    /// True while that stroke has not ended (its last point was not `end`).
+    public var isOpen = false
+    /// How many of its points `xs`/`ys` hold (0...3); 0 before any point.
+    public var count = 0
+    /// Its last points, newest first. Index 0 is also the pen position a new stroke starts from.
+    public var xs: (Int32, Int32, Int32) = (0, 0, 0)
+    public var ys: (Int32, Int32, Int32) = (0, 0, 0)
+
+    public static let initial = StrokeContext()
+
+    public init() {}
+
+    public static func == (a: StrokeContext, b: StrokeContext) -> Bool {
+        a.timeMs == b.timeMs && a.stroke == b.stroke && a.tool == b.tool && a.isOpen == b.isOpen
+            && a.count == b.count && a.xs == b.xs && a.ys == b.ys
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(timeMs)
+        h.combine(stroke)
+        h.combine(count)
+        h.combine(xs.0)
+        h.combine(ys.0)
+    }
+
+    /// Records a point. `continues` says whether it extends the remembered stroke.
+    @inline(__always)
+    mutating func record(_ p: StrokePoint, continues: Bool) {
+        if continues {
+            xs = (p.x, xs.0, xs.1)
+            ys = (p.y, ys.0, ys.1)
+            if count < StrokeContext.rememberedPoints { count += 1 }
+        } else {
+            xs = (p.x, xs.0, xs.1)
+            ys = (p.y, ys.0, ys.1)
+            count = 1
+        }
+        stroke = p.stroke
+        tool = p.tool
+        isOpen = p.phase != .end
+    }
+
+    /// Whether a point with this stroke and phase extends the remembered stroke (else it starts
+    /// a new prediction history from the pen position).
+    @inline(__always)
+    func continues(stroke s: StrokeID, phase: StrokePhase) -> Bool {
+        count > 0 && s == stroke && phase != .start
+    }
+}
+
+/// The codec state of one direction of one link: the last batch's author and one
+/// `StrokeContext` per author. Sender and receiver each keep one and update it batch by batch;
+/// a batch encoded with `selfContained` resets it on both sides (history chunks, resync).
+public struct BinaryCodecState: Sendable {
+    /// Authors with a context; a batch of a further author first empties the table (both sides
+    /// do the same, so they stay in step).
+    public static let maxAuthors = 1024
+
+    public private(set) var lastAuthor: AuthorID?
+    private var contexts: [AuthorID: StrokeContext] = [:]
+
+    public init() {}
+
+    public func context(of author: AuthorID) -> StrokeContext {
+        contexts[author] ?? .initial
+    }
+
+    mutating func reset() {
+        lastAuthor = nil
+        contexts.removeAll()
+    }
+
+    mutating func commit(_ context: StrokeContext, author: AuthorID) {
+        if contexts[author] == nil && contexts.count >= BinaryCodecState.maxAuthors {
+            contexts.removeAll()
+        }
+        contexts[author] = context
+        lastAuthor = author
+    }
+}

@@ -1,0 +1,110 @@
+// The static models of the compact binary codec: the frozen tables of BinaryTables, flattened
+// once into immortal buffers that the rANS coder indexes without bounds checks or ARC traffic.
+
+/// Which frozen table codes a symbol. Every table sums to `BinaryModel.total`.
+struct BinaryTable: Sendable {
+    /// Index of the table among all tables.
+    let id: Int
+    /// Offset of its first symbol in the flat per-symbol arrays (fixed by the alphabet sizes).
+    let base: Int
+
+    static let headerAlphabet = 4
+    static let kindAlphabet = 16
+    static let timeAlphabet = 32
+    static let residualAlphabet = 124
+    static let residualCount = 20
+    static let count = 7 + residualCount
+
+    static let header = BinaryTable(id: 0, base: 0)
+    /// `kind(open:)`: whether the author's current stroke is open (has not ended).
+    static func kind(open: Bool) -> BinaryTable {
+        open ? BinaryTable(id: 1, base: 4) : BinaryTable(id: 2, base: 20)
+    }
+    /// `time(group)`: 0 move, 1 end, 2 other point, 3 any other command.
+    static func time(_ group: Int) -> BinaryTable { BinaryTable(id: 3 + group, base: 36 + 32 * group) }
+    /// Residual tables: 0 and 1 code a stroke's first point (x, y); then per remembered point
+    /// count n in 1...3 and time class c in 0...2, table 2 + ((n - 1) * 3 + c) * 2 + (0 x, 1 y).
+    static func residual(_ index: Int) -> BinaryTable { BinaryTable(id: 7 + index, base: 164 + 124 * index) }
+}
+
+/// Encoder view of one symbol: ryg's reciprocal form, so encoding needs no division.
+struct RANSEncSymbol {
+    /// Renormalise (emit bytes) while the state is at or above this.
+    var xMax: UInt32
+    var rcpFreq: UInt32
+    var bias: UInt32
+    var cmplFreq: UInt32
+    var rcpShift: UInt32
+}
+
+/// The flattened tables. Built once, never freed (it lives as long as the process).
+final class BinaryModel: @unchecked Sendable {
+    /// Probability scale: every table sums to 2^scaleBits.
+    static let scaleBits: UInt32 = 12
+    static let total: UInt32 = 1 << scaleBits
+
+    static let shared = BinaryModel()
+
+    /// Per table: offset of its first symbol in the flat symbol arrays, and its alphabet size.
+    let base: [Int]
+    let alphabet: [Int]
+    /// Flat per-symbol arrays (all tables concatenated).
+    let start: UnsafeMutablePointer<UInt16>
+    let freq: UnsafeMutablePointer<UInt16>
+    let enc: UnsafeMutablePointer<RANSEncSymbol>
+    /// Per table, `total` entries: the symbol owning each slot.
+    let lut: UnsafeMutablePointer<UInt8>
+
+    private init() {
+        let rows: [[UInt16]] = BinaryTables.header + BinaryTables.kind + BinaryTables.time + BinaryTables.residual
+        precondition(rows.count == BinaryTable.count, "BinaryTables shape")
+        var base: [Int] = []
+        var alphabet: [Int] = []
+        var n = 0
+        for row in rows {
+            base.append(n)
+            alphabet.append(row.count)
+            n += row.count
+        }
+        precondition(base[BinaryTable.residual(BinaryTable.residualCount - 1).id] == BinaryTable.residual(BinaryTable.residualCount - 1).base)
+        precondition(alphabet[BinaryTable.residual(0).id] == BinaryTable.residualAlphabet)
+        self.base = base
+        self.alphabet = alphabet
+        start = .allocate(capacity: n)
+        freq = .allocate(capacity: n)
+        enc = .allocate(capacity: n)
+        lut = .allocate(capacity: rows.count * Int(BinaryModel.total))
+        let scale = BinaryModel.scaleBits
+        let l = RANSConstants.lowerBound
+        for (t, row) in rows.enumerated() {
+            var cumulative: UInt32 = 0
+            for (s, f16) in row.enumerated() {
+                let f = UInt32(f16)
+                precondition(f >= 1, "every symbol must stay codable")
+                let g = base[t] + s
+                start[g] = UInt16(cumulative)
+                freq[g] = f16
+                for slot in cumulative..<(cumulative + f) {
+                    lut[t * Int(BinaryModel.total) + Int(slot)] = UInt8(s)
+                }
+                var e = RANSEncSymbol(
+                    xMax: ((l >> scale) << 8) * f, rcpFreq: 0, bias: 0,
+                    cmplFreq: BinaryModel.total - f, rcpShift: 0)
+                if f < 2 {
+                    e.rcpFreq = ~0
+                    e.rcpShift = 0
+                    e.bias = cumulative + BinaryModel.total - 1
+                } else {
+                    var shift: UInt32 = 0
+                    while f > (1 << shift) { shift += 1 }
+                    e.rcpFreq = UInt32(((UInt64(1) << (shift + 31)) + UInt64(f) - 1) / UInt64(f))
+                    e.rcpShift = shift - 1
+                    e.bias = cumulative
+                }
+                enc[g] = e
+                cumulative += f
+            }
+            precondition(cumulative == BinaryModel.total, "table \(t) must sum to \(BinaryModel.total)")
+        }
+    }
+}
