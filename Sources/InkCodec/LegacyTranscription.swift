@@ -1,0 +1,19 @@
+// One author's model commands written back as that author's own legacy messages.
+
+extension LegacyMessage {
+    /// The legacy message a legacy author would have sent for `command`, or nil when legacy has
+    /// no such message (erase, pages, room commands, unknown kinds). Undo and redo lose their
+    /// target: exact for commands made by `LegacyTranslator.command(from:)`, which is what
+    /// traces and `inkwire codec` need. To show other authors' commands to an app, use
+    /// `LegacyTranslator.messages(for:author:)` instead.
+    public init?(transcribing command: Command) {
+        switch command {
+        case .point(let p): self = .point(tool: p.tool, x: p.x, y: p.y, phase: p.phase)
+        case .penStyle(let style): self = .penStyle(style)
+        case .undo: self = .undo
+        case .redo: self = .redo
+        case .clear: self = .clear
+        case .erase, .addPage, .switchPage, .room, .unknown: return nil
+        }
+    }
+}

@@ -1,6 +1,0 @@
-import Testing
-@testable import InkCodec
-
-@Test func InkCodecModuleLinks() {
-    #expect(Bool(true))
-}
