@@ -22,6 +22,8 @@ public enum SimSubmitResult: Equatable, Sendable {
 public enum SimSessionEvent: Equatable, Sendable {
     case delivered([UInt8])
     case peerUnreachable
+    /// The session stopped for good (protocol violation); the sweep counts it as a correctness failure.
+    case failed(String)
     /// Anything else the session reports (peer back, stats), named for the trace.
     case other(String)
 }

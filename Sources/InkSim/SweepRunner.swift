@@ -47,6 +47,8 @@ public enum SweepRunner {
         var accepted: [[UInt8]] = []
         /// How many of the peer's accepted batches this endpoint has delivered.
         var delivered = 0
+        /// When a slow application next takes its delivered batches.
+        var consumeAt = SweepScenario.start
     }
 
     /// Instants one run may visit; far above any scenario's need, it only stops a stuck loop.
@@ -99,6 +101,10 @@ public enum SweepRunner {
                 && p.backlog.count < c.applicationBacklogLimit {
                 t = min(t ?? p.next, p.next)
             }
+            for e in producers.indices where producers[e].traffic.consumeEvery > .zero && producers[e].consumeAt > network.now
+                && producers[e].delivered < producers[network.peer(of: e)].accepted.count {
+                t = min(t ?? producers[e].consumeAt, producers[e].consumeAt)
+            }
             if !healed { t = min(t ?? scenario.healAt, scenario.healAt) }
             guard let now = t, now <= deadline else { break }
             do {
@@ -113,7 +119,7 @@ public enum SweepRunner {
                     network.setConfiguration(from: 2 * w + 1, wire.healed.1)
                 }
             }
-            // Applications: produce, then offer the backlog to awake sessions.
+            // Applications: produce, offer the backlog to awake sessions, take deliveries.
             for e in producers.indices {
                 let awake = !network.isPaused(network.node(of: e), at: now)
                 while producers[e].produced < producers[e].traffic.batches, producers[e].next <= now,
@@ -122,41 +128,46 @@ public enum SweepRunner {
                     let gap = producers[e].random.below(2 * producers[e].traffic.meanGap.microseconds + 1)
                     producers[e].next = producers[e].next + .init(microseconds: gap)
                 }
-                guard awake, !producers[e].backlog.isEmpty else { continue }
-                while let batch = producers[e].backlog.first {
-                    let result = sessions[e].submit(batch)
-                    if result == .backPressure { break }
-                    if case .rejected(let why) = result {
-                        return fail(.correctness("endpoint \(e) rejected a valid \(batch.count)-byte batch: \(why)"))
+                if awake {
+                    while let batch = producers[e].backlog.first {
+                        let result = sessions[e].submit(batch)
+                        if result == .backPressure { break }
+                        if case .rejected(let why) = result {
+                            return fail(.correctness("endpoint \(e) rejected a valid \(batch.count)-byte batch: \(why)"))
+                        }
+                        producers[e].accepted.append(batch)
+                        producers[e].backlog.removeFirst()
                     }
-                    producers[e].accepted.append(batch)
-                    producers[e].backlog.removeFirst()
                 }
-                do { try network.flush(e) } catch { return fail(.liveness("\(error)")) }
-            }
-            // Deliveries and memory.
-            for e in sessions.indices {
+                // Deliveries (a slow application only at its own pace), then memory.
                 let peer = network.peer(of: e)
-                while let event = sessions[e].nextSessionEvent() {
-                    switch event {
-                    case .delivered(let batch):
-                        let k = producers[e].delivered
-                        guard k < producers[peer].accepted.count else {
-                            return fail(.correctness("endpoint \(e) delivered a batch beyond the \(k) endpoint \(peer) sent (duplicate or phantom) at \(now)"))
+                if awake && now >= producers[e].consumeAt {
+                    producers[e].consumeAt = now + producers[e].traffic.consumeEvery
+                    while let event = sessions[e].nextSessionEvent() {
+                        switch event {
+                        case .delivered(let batch):
+                            let k = producers[e].delivered
+                            guard k < producers[peer].accepted.count else {
+                                return fail(.correctness("endpoint \(e) delivered a batch beyond the \(k) endpoint \(peer) sent (duplicate or phantom) at \(now)"))
+                            }
+                            guard batch == producers[peer].accepted[k] else {
+                                return fail(.correctness("endpoint \(e) delivered batch \(k) from endpoint \(peer) wrong (\(describe(batch)) instead of \(describe(producers[peer].accepted[k]))) at \(now)"))
+                            }
+                            producers[e].delivered += 1
+                            outcome.batches += 1
+                            outcome.bytes += batch.count
+                            lastDelivery = now
+                        case .peerUnreachable:
+                            outcome.peerUnreachableEvents += 1
+                        case .failed(let why):
+                            return fail(.correctness("endpoint \(e) session failed: \(why) at \(now)"))
+                        case .other:
+                            break
                         }
-                        guard batch == producers[peer].accepted[k] else {
-                            return fail(.correctness("endpoint \(e) delivered batch \(k) from endpoint \(peer) wrong (\(describe(batch)) instead of \(describe(producers[peer].accepted[k]))) at \(now)"))
-                        }
-                        producers[e].delivered += 1
-                        outcome.batches += 1
-                        outcome.bytes += batch.count
-                        lastDelivery = now
-                    case .peerUnreachable:
-                        outcome.peerUnreachableEvents += 1
-                    case .other:
-                        break
                     }
                 }
+                // Submitting and taking events both may give the session something to send.
+                do { try network.flush(e) } catch { return fail(.liveness("\(error)")) }
                 for m in sessions[e].memoryUse where m.used > m.limit {
                     return fail(.correctness("endpoint \(e) \(m.name) holds \(m.used), over its bound \(m.limit), at \(now)"))
                 }

@@ -5,7 +5,7 @@ public struct SweepConfiguration: Sendable {
     /// Largest batch the workload produces (the session must carry it, fragmented if need be).
     public var maxBatchSize = 4096
     /// After healing, every accepted batch must be delivered within this long.
-    public var healBound: Instant.Duration = .milliseconds(60_000)
+    public var healBound: Instant.Duration = .milliseconds(30_000)
     /// Nodes per scenario (2 ... maxNodes), each pair joined by one wire.
     public var maxNodes = 4
     /// Longest fault phase; partitions and pauses fit inside it.
@@ -36,6 +36,9 @@ public struct SweepScenario: Sendable, CustomStringConvertible {
         public var batches: Int
         /// Chance that a batch is large (more than one datagram).
         public var largeChance: Double
+        /// A slow application takes delivered batches only this often (zero: at once), so the
+        /// session's flow control has to hold the sender back.
+        public var consumeEvery: Instant.Duration
     }
 
     public struct Window: Sendable {
@@ -72,7 +75,8 @@ public struct SweepScenario: Sendable, CustomStringConvertible {
         for _ in 0 ..< (2 * wires.count) {
             traffic.append(Traffic(meanGap: .init(microseconds: 2_000 + r.below(300_000)),
                                    batches: r.int(in: 1 ... c.maxBatchesPerEndpoint),
-                                   largeChance: r.chance(0.5) ? r.unit() * 0.2 : 0))
+                                   largeChance: r.chance(0.5) ? r.unit() * 0.2 : 0,
+                                   consumeEvery: r.chance(0.2) ? .init(microseconds: r.below(1_000_000)) : .zero))
         }
         for _ in 0 ..< r.int(in: 0 ... 3) {
             let length = 100_000 + r.below(c.maxPartition.microseconds - 100_000)
@@ -130,7 +134,7 @@ public struct SweepScenario: Sendable, CustomStringConvertible {
             lines.append("  wire \(i) node \(w.nodes.0)<->\(w.nodes.1): \(Self.describe(w.faulty.0)) / \(Self.describe(w.faulty.1))")
         }
         for (i, t) in traffic.enumerated() {
-            lines.append("  endpoint \(i): \(t.batches) batches, mean gap \(t.meanGap), large \(Int(t.largeChance * 100)) %")
+            lines.append("  endpoint \(i): \(t.batches) batches, mean gap \(t.meanGap), large \(Int(t.largeChance * 100)) %, consumes every \(t.consumeEvery)")
         }
         for p in partitions { lines.append("  partition \(p.nodes) \(p.start) ..< \(p.end)") }
         for p in pauses { lines.append("  pause node \(p.nodes[0]) \(p.start) ..< \(p.end)") }

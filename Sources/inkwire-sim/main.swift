@@ -60,7 +60,8 @@ if sessionKind == "toy" {
     configuration.healBound = .milliseconds(120_000)
 }
 
-func makeSession(_ spec: SweepSessionSpec) -> any SimReliableEndpoint {
+let chosenKind = sessionKind
+let makeSession: (SweepSessionSpec) -> any SimReliableEndpoint = { spec in
     StopAndWaitEndpoint()
 }
 
