@@ -131,3 +131,16 @@ private func run(_ configuration: LinkConfiguration, count: Int = 10_000, seed: 
     #expect(one == again)
     #expect(one != other)
 }
+
+@Test func restartedEndpointTakesOverTheWire() throws {
+    let network = SimNetwork(seed: 1)
+    let sender = TickingSender(start: .milliseconds(10), every: .milliseconds(10), count: 10)
+    let before = PassThroughEndpoint()
+    try network.connect(sender, node: 0, before, node: 1, aToB: .clean(delay: .milliseconds(1)), bToA: .clean())
+    try network.advance(to: .milliseconds(50))
+    let after = PassThroughEndpoint()
+    try network.replace(1, with: after)
+    try network.advance(to: .milliseconds(1000))
+    #expect(before.received.map { $0.1 } == [[1], [2], [3], [4]])
+    #expect(after.received.map { $0.1 } == [[5], [6], [7], [8], [9], [10]])
+}
