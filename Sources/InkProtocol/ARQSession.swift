@@ -1,0 +1,534 @@
+/// A selective-repeat ARQ session over datagrams: reliable, in-order delivery of messages,
+/// sans IO. See docs/protocol.md section 5.
+///
+/// Call order (the `DatagramEndpoint` contract): feed each received datagram to
+/// `handleDatagram`; call `handleTimeout` when the deadline from `pollTimeout` passes (early
+/// or twice is harmless); after any `handle…`, `send` or `pollEvent`, drain `pollTransmit`
+/// until it returns nil, drain `pollEvent`, then re-arm the timer from `pollTimeout`.
+///
+/// Both ends are created with the same connection id; there is no handshake, the first
+/// datagram already carries data.
+public final class ARQSession: DatagramEndpoint {
+    /// Most selective-ack ranges this end puts in one frame (the lowest ones, nearest the gap).
+    public static let maxAckRangesSent = 8
+    /// Sent datagrams remembered to resolve echoed timestamps.
+    public static let sentDatagramHistory = 1024
+    /// Newest in-flight segments examined for redundant copies per datagram.
+    public static let redundancyScanDepth = 32
+
+    public let connectionID: UInt64
+    public let configuration: ARQConfiguration
+
+    // Send side.
+    private var queue = SendQueue()
+    private var ledger: SentLedger
+    private var pendingRetransmits = 0
+    private var bytesInFlight = 0
+    private var congestion: CongestionController
+    private var peerWindow: UInt32
+    private var peerMaxAckDelay: Instant.Duration
+    private var peerHasOurAckDelay = false
+    private var rtt: RTTEstimator
+    private var ptoCount = 0
+    private var lastPTOAt: Instant?
+    private var lossDeadline: Instant?
+    private var largestAckedDatagram: UInt64?
+    private var probePending = false
+    private var lastAckElicitingSentAt: Instant
+    private var lastKeepaliveAt: Instant?
+
+    // Sent datagram history: timestamp and time of datagram i at slot i % history.
+    private var datagramCount: UInt64 = 0
+    private var lastTimestamp: UInt32 = 0
+    private var sentTimestamps: [UInt32]
+    private var sentTimes: [Instant]
+
+    // Receive side.
+    private var receiver: ReceiveWindow
+    private var reassembly: [UInt8] = []
+    private var pendingReceiveBytes = 0
+    private var events: [ARQEvent] = []
+    private var eventHead = 0
+    private var hasReceived = false
+    private var largestReceivedTimestamp: UInt32 = 0
+    private var largestReceivedAt = Instant.zero
+    private var ackPending = false
+    private var ackDeadline: Instant?
+    private var ackImmediately = false
+    private var unackedElicitingBytes = 0
+    private var lastAdvertisedWindow: UInt32
+
+    // Liveness and lifecycle.
+    private var lastReceivedAt: Instant
+    private var reportedUnreachable = false
+    private var failed = false
+    private var closePending = false
+    private var closed = false
+
+    private var counters = ARQStats()
+
+    public init(connectionID: UInt64, configuration: ARQConfiguration = .init(), now: Instant) {
+        var config = configuration
+        config.maxDatagramSize = min(max(config.maxDatagramSize, ARQConfiguration.headerReserve + 16), FrameCodec.maxFrameBytes)
+        config.sendWindow = min(max(config.sendWindow, 1), 1 << 20)
+        config.receiveWindow = min(max(config.receiveWindow, 1), 1 << 20)
+        config.maxPendingReceiveBytes = max(config.maxPendingReceiveBytes, config.maxMessageSize + 2 * config.maxSegmentPayload)
+        self.connectionID = connectionID
+        self.configuration = config
+        self.ledger = SentLedger(base: config.initialSequence)
+        self.congestion = CongestionController(segmentSize: config.maxSegmentPayload)
+        self.peerWindow = config.receiveWindow
+        self.peerMaxAckDelay = config.maxAckDelay
+        self.rtt = RTTEstimator(initial: config.initialRTT)
+        self.lastAckElicitingSentAt = now
+        self.sentTimestamps = Array(repeating: 0, count: ARQSession.sentDatagramHistory)
+        self.sentTimes = Array(repeating: .zero, count: ARQSession.sentDatagramHistory)
+        self.receiver = ReceiveWindow(capacity: Int(config.receiveWindow), next: config.peerInitialSequence)
+        self.lastAdvertisedWindow = config.receiveWindow
+        self.lastReceivedAt = now
+    }
+
+    // MARK: Application interface
+
+    /// Queues one message for reliable, in-order delivery. It goes out on the next
+    /// `pollTransmit`, together with anything else queued by then.
+    public func send(_ batch: [UInt8]) throws(ARQError) {
+        guard !failed, !closed, !closePending else { throw .closed }
+        guard batch.count <= configuration.maxMessageSize else {
+            throw .messageTooLarge(size: batch.count, limit: configuration.maxMessageSize)
+        }
+        guard queue.messageCount < configuration.maxQueuedMessages,
+              queue.queuedBytes + batch.count <= configuration.maxQueuedBytes else { throw .sendQueueFull }
+        queue.push(batch)
+        counters.messagesSent += 1
+    }
+
+    /// Next event: delivered messages strictly in the peer's order, and peer state changes.
+    public func pollEvent() -> ARQEvent? {
+        guard eventHead < events.count else { return nil }
+        let event = events[eventHead]
+        eventHead += 1
+        if eventHead == events.count {
+            events.removeAll(keepingCapacity: true)
+            eventHead = 0
+        }
+        if case .delivered(let message) = event {
+            pendingReceiveBytes -= message.count
+            // Reopen a window we had shrunk: tell the peer at once.
+            if hasReceived && lastAdvertisedWindow < configuration.receiveWindow / 2
+                && advertisedWindow() >= configuration.receiveWindow / 2 {
+                ackPending = true
+                ackImmediately = true
+            }
+        }
+        return event
+    }
+
+    /// Sends a `close` frame with the next `pollTransmit` and stops the session.
+    public func close() {
+        guard !closed, !failed else { return }
+        closePending = true
+    }
+
+    public var stats: ARQStats {
+        var s = counters
+        s.smoothedRTT = rtt.smoothed
+        s.rttVariation = rtt.variation
+        s.latestRTT = rtt.latest
+        s.minRTT = rtt.minimum ?? .zero
+        s.congestionWindow = congestion.window
+        s.bytesInFlight = bytesInFlight
+        s.segmentsInFlight = ledger.count
+        s.queuedBytes = queue.queuedBytes
+        return s
+    }
+
+    /// True when everything sent has been acknowledged and nothing is queued.
+    public var isIdle: Bool { ledger.isEmpty && queue.isEmpty }
+
+    // MARK: DatagramEndpoint
+
+    public func handleDatagram(_ datagram: [UInt8], now: Instant) {
+        counters.datagramsReceived += 1
+        counters.bytesReceived += datagram.count
+        guard !failed, !closed else { return }
+        let frame: Frame
+        do { frame = try FrameCodec.decode(datagram) } catch {
+            counters.malformedDatagrams += 1
+            return
+        }
+        guard frame.connectionID == connectionID else {
+            counters.foreignDatagrams += 1
+            return
+        }
+        lastReceivedAt = now
+        if reportedUnreachable {
+            reportedUnreachable = false
+            events.append(.peerReachable)
+        }
+        if frame.kind == .close {
+            closed = true
+            events.append(.peerClosed)
+            return
+        }
+        var isNewest = false
+        if !hasReceived || SequenceNumber.distance(from: largestReceivedTimestamp, to: frame.timestamp) > 0 {
+            hasReceived = true
+            largestReceivedTimestamp = frame.timestamp
+            largestReceivedAt = now
+            isNewest = true
+        }
+        for x in frame.extensions where x.type == FrameExtension.maxAckDelayType {
+            var r = ByteReader(x.value, end: x.value.count)
+            if let micros = try? r.readVarint() {
+                peerMaxAckDelay = min(Instant.Duration(microseconds: micros), configuration.maxRTO)
+            }
+        }
+        if let ack = frame.ack { process(ack, isNewest: isNewest, now: now) }
+        for segment in frame.segments {
+            receive(segment)
+            if failed { return }
+        }
+        if frame.isAckEliciting {
+            if !ackPending { ackDeadline = now + configuration.maxAckDelay }
+            ackPending = true
+            unackedElicitingBytes += datagram.count
+            if frame.ackNow || unackedElicitingBytes >= configuration.immediateAckBytes { ackImmediately = true }
+        }
+    }
+
+    public func handleTimeout(now: Instant) {
+        guard !failed, !closed else { return }
+        if ackPending, let d = ackDeadline, !(now < d) { ackImmediately = true }
+        if let l = lossDeadline, !(now < l) { detectLosses(now: now) }
+        if let p = probeDeadline(), !(now < p) { firePTO(now: now) }
+        if let k = keepaliveDeadline(), !(now < k) {
+            lastKeepaliveAt = now
+            probePending = true
+        }
+        if let d = deadPeerDeadline(), !(now < d) {
+            reportedUnreachable = true
+            events.append(.peerUnreachable)
+        }
+    }
+
+    public func pollTimeout() -> Instant? {
+        guard !failed, !closed else { return nil }
+        var next: Instant?
+        func consider(_ t: Instant?) {
+            guard let t else { return }
+            if let n = next { next = min(n, t) } else { next = t }
+        }
+        if ackPending { consider(ackDeadline) }
+        consider(lossDeadline)
+        consider(probeDeadline())
+        consider(keepaliveDeadline())
+        consider(deadPeerDeadline())
+        return next
+    }
+
+    public func pollTransmit(now: Instant) -> [UInt8]? {
+        guard !failed, !closed else { return nil }
+        if closePending {
+            closePending = false
+            closed = true
+            return emit(Frame(kind: .close, connectionID: connectionID, timestamp: nextTimestamp(now)), now: now)
+        }
+        var frame = Frame(connectionID: connectionID, timestamp: 0)
+        if hasReceived { frame.ack = makeAck(now: now) }
+        if !peerHasOurAckDelay {
+            var v = ByteWriter()
+            v.writeVarint(configuration.maxAckDelay.microseconds)
+            frame.extensions = [FrameExtension(type: FrameExtension.maxAckDelayType, value: v.bytes)]
+        }
+        var budget = configuration.maxDatagramSize - FrameCodec.encode(frame).count
+        var chosen: [Int] = []  // ledger offsets
+        var probing = false
+
+        // 1. Segments declared lost or probed, oldest first.
+        if pendingRetransmits > 0 {
+            for i in 0..<ledger.count where ledger[i].needsRetransmit && chosen.count < FrameCodec.maxSegmentsPerFrame {
+                let cost = FrameCodec.segmentOverhead(payloadCount: ledger[i].payload.count) + ledger[i].payload.count
+                guard cost <= budget else { break }
+                budget -= cost
+                ledger[i].needsRetransmit = false
+                pendingRetransmits -= 1
+                counters.retransmissions += 1
+                chosen.append(i)
+                probing = probing || ptoCount > 0
+            }
+        }
+        // 2. New data, within the send window, the peer's window and the congestion window.
+        let windowLimit = Int(min(configuration.sendWindow, peerWindow))
+        while chosen.count < FrameCodec.maxSegmentsPerFrame, ledger.count < windowLimit,
+              let size = queue.nextSegmentSize(maxPayload: configuration.maxSegmentPayload),
+              congestion.allows(bytesInFlight: bytesInFlight, adding: size) {
+            let cost = FrameCodec.segmentOverhead(payloadCount: size) + size
+            guard cost <= budget else { break }
+            budget -= cost
+            guard let piece = queue.popSegment(maxPayload: configuration.maxSegmentPayload) else { break }
+            ledger.append(SentSegment(payload: piece.payload, endOfMessage: piece.endOfMessage,
+                                      lastSentAt: now, lastSentDatagram: datagramCount))
+            bytesInFlight += piece.payload.count
+            counters.segmentsSent += 1
+            chosen.append(ledger.count - 1)
+        }
+        // 3. Redundant copies of recent small unacknowledged segments, newest first.
+        if !chosen.isEmpty && configuration.redundantCopies > 0 {
+            var spare = min(budget, configuration.redundancyBytesPerDatagram)
+            let lowest = max(0, ledger.count - ARQSession.redundancyScanDepth)
+            var i = ledger.count - 1
+            while i >= lowest && chosen.count < FrameCodec.maxSegmentsPerFrame {
+                let e = ledger[i]
+                if !e.acked && e.redundantCopies < configuration.redundantCopies && !chosen.contains(i) {
+                    let cost = FrameCodec.segmentOverhead(payloadCount: e.payload.count) + e.payload.count
+                    if cost <= spare {
+                        spare -= cost
+                        ledger[i].redundantCopies += 1
+                        counters.redundantSegments += 1
+                        chosen.append(i)
+                    }
+                }
+                i -= 1
+            }
+        }
+
+        let wantAck = ackPending && (ackImmediately || (ackDeadline.map { !(now < $0) } ?? false))
+        guard !chosen.isEmpty || wantAck || probePending else { return nil }
+        if chosen.isEmpty && !probePending { counters.pureAcksSent += 1 }
+        if probePending || probing {
+            frame.ackNow = true
+            if probePending { counters.probesSent += 1 }
+            probePending = false
+        }
+        chosen.sort()
+        let index = datagramCount
+        frame.segments = chosen.map { i in
+            ledger[i].lastSentAt = now
+            ledger[i].lastSentDatagram = index
+            let e = ledger[i]
+            return Segment(sequence: ledger.base.advanced(by: UInt32(i)), endOfMessage: e.endOfMessage, payload: e.payload)
+        }
+        frame.timestamp = nextTimestamp(now)
+        if frame.isAckEliciting { lastAckElicitingSentAt = now }
+        return emit(frame, now: now)
+    }
+
+    // MARK: Sending helpers
+
+    private func nextTimestamp(_ now: Instant) -> UInt32 {
+        var ts = UInt32(truncatingIfNeeded: now.microseconds)
+        if datagramCount > 0 && SequenceNumber.distance(from: lastTimestamp, to: ts) <= 0 { ts = lastTimestamp &+ 1 }
+        return ts
+    }
+
+    private func emit(_ frame: Frame, now: Instant) -> [UInt8] {
+        let bytes = FrameCodec.encode(frame)
+        let slot = Int(datagramCount % UInt64(ARQSession.sentDatagramHistory))
+        sentTimestamps[slot] = frame.timestamp
+        sentTimes[slot] = now
+        lastTimestamp = frame.timestamp
+        datagramCount += 1
+        counters.datagramsSent += 1
+        counters.bytesSent += bytes.count
+        if frame.ack != nil {
+            ackPending = false
+            ackImmediately = false
+            ackDeadline = nil
+            unackedElicitingBytes = 0
+        }
+        return bytes
+    }
+
+    private func advertisedWindow() -> UInt32 {
+        let free = configuration.maxPendingReceiveBytes - pendingReceiveBytes
+        let bySpace = max(0, free / configuration.maxSegmentPayload - 1)
+        return UInt32(min(Int(configuration.receiveWindow), bySpace))
+    }
+
+    private func makeAck(now: Instant) -> AckBlock {
+        let held = now.since(largestReceivedAt).microseconds / FrameCodec.ackDelayUnitMicroseconds
+        let window = advertisedWindow()
+        lastAdvertisedWindow = window
+        return AckBlock(cumulative: receiver.next, echoedTimestamp: largestReceivedTimestamp,
+                        ackDelay: UInt32(min(held, UInt64(UInt32.max))), window: window,
+                        ranges: Array(receiver.outOfOrder.ranges.prefix(ARQSession.maxAckRangesSent)))
+    }
+
+    // MARK: Acknowledgements and loss recovery
+
+    /// Local index and send time of the datagram that carried `timestamp`, if remembered.
+    private func sentDatagram(withTimestamp timestamp: UInt32) -> (index: UInt64, at: Instant)? {
+        guard datagramCount > 0 else { return nil }
+        let history = UInt64(ARQSession.sentDatagramHistory)
+        var lo = datagramCount > history ? datagramCount - history : 0
+        var hi = datagramCount - 1
+        let oldest = sentTimestamps[Int(lo % history)]
+        let target = SequenceNumber.distance(from: oldest, to: timestamp)
+        guard target >= 0 else { return nil }
+        while lo <= hi {
+            let mid = lo + (hi - lo) / 2
+            let d = SequenceNumber.distance(from: oldest, to: sentTimestamps[Int(mid % history)])
+            if d == target { return (mid, sentTimes[Int(mid % history)]) }
+            if d < target { lo = mid + 1 } else {
+                if mid == 0 { break }
+                hi = mid - 1
+            }
+        }
+        return nil
+    }
+
+    private func process(_ ack: AckBlock, isNewest: Bool, now: Instant) {
+        peerHasOurAckDelay = true
+        let cumulative = ledger.base.distance(to: ack.cumulative)
+        // An ack for numbers never sent is not believable: ignore the whole block.
+        guard Int(cumulative) <= ledger.count else { return }
+        var newlyAcked = 0
+        let inFlightBefore = bytesInFlight
+        func markAcked(_ i: Int) {
+            guard !ledger[i].acked else { return }
+            ledger[i].acked = true
+            if ledger[i].needsRetransmit {
+                ledger[i].needsRetransmit = false
+                pendingRetransmits -= 1
+            }
+            bytesInFlight -= ledger[i].payload.count
+            congestion.onAck(bytes: ledger[i].payload.count, sentAt: ledger[i].lastSentAt, bytesInFlightBefore: inFlightBefore)
+            newlyAcked += 1
+        }
+        if cumulative > 0 {
+            for i in 0..<Int(cumulative) { markAcked(i) }
+        }
+        for range in ack.ranges {
+            let from = ledger.base.distance(to: range.start)
+            let lower = max(0, Int(from))
+            let upper = min(ledger.count, Int(from) + Int(min(range.count, UInt32(Int32.max))))
+            if lower < upper { for i in lower..<upper { markAcked(i) } }
+        }
+        ledger.popAcked()
+        if isNewest { peerWindow = ack.window }
+
+        var newLargest = false
+        if let sent = sentDatagram(withTimestamp: ack.echoedTimestamp),
+           largestAckedDatagram.map({ sent.index > $0 }) ?? true {
+            largestAckedDatagram = sent.index
+            newLargest = true
+            let raw = now.since(sent.at)
+            let reported = Instant.Duration(microseconds: UInt64(ack.ackDelay) * FrameCodec.ackDelayUnitMicroseconds)
+            let delay = min(reported, peerMaxAckDelay)
+            var sample = raw
+            if let m = rtt.minimum, raw.microseconds >= m.microseconds + delay.microseconds {
+                sample = Instant.Duration(microseconds: raw.microseconds - delay.microseconds)
+            } else if rtt.minimum == nil, raw.microseconds > delay.microseconds {
+                sample = Instant.Duration(microseconds: raw.microseconds - delay.microseconds)
+            }
+            rtt.add(sample: sample)
+        }
+        if newlyAcked > 0 || newLargest {
+            ptoCount = 0
+            lastPTOAt = nil
+        }
+        detectLosses(now: now)
+    }
+
+    /// RFC 9002 loss detection: a segment is lost once a datagram sent after its last
+    /// transmission was acknowledged and either `packetThreshold` such datagrams were, or
+    /// the time threshold (9/8 RTT) has passed since it was sent.
+    private func detectLosses(now: Instant) {
+        lossDeadline = nil
+        guard let largest = largestAckedDatagram else { return }
+        let delay = rtt.lossDelay
+        for i in 0..<ledger.count {
+            let e = ledger[i]
+            guard !e.acked, !e.needsRetransmit, e.lastSentDatagram < largest else { continue }
+            if largest - e.lastSentDatagram >= configuration.packetThreshold || !(now < e.lastSentAt + delay) {
+                ledger[i].needsRetransmit = true
+                pendingRetransmits += 1
+                counters.lossesDetected += 1
+                congestion.onLoss(sentAt: e.lastSentAt, now: now)
+            } else {
+                let t = e.lastSentAt + delay
+                lossDeadline = lossDeadline.map { min($0, t) } ?? t
+            }
+        }
+    }
+
+    /// The probe timeout: RTO plus the peer's ack delay, doubled per unanswered probe, capped.
+    private func probeDeadline() -> Instant? {
+        let blocked = ledger.isEmpty && !queue.isEmpty
+        guard (!ledger.isEmpty && pendingRetransmits < ledger.count) || blocked else { return nil }
+        let base = rtt.retransmissionTimeout(floor: configuration.minRTO, ceiling: configuration.maxRTO) + peerMaxAckDelay
+        let backedOff = base.microseconds << UInt64(min(ptoCount, 16))
+        let timeout = Instant.Duration(microseconds: min(backedOff, configuration.maxRTO.microseconds))
+        var from = lastAckElicitingSentAt
+        if let p = lastPTOAt, from < p { from = p }
+        return from + timeout
+    }
+
+    /// Tail-loss probe: resend the oldest unacknowledged segments (one datagram's worth), or a
+    /// ping when nothing is in flight, and back off.
+    private func firePTO(now: Instant) {
+        ptoCount += 1
+        lastPTOAt = now
+        if ptoCount >= 2 { congestion.onPersistentCongestion(now: now) }
+        var budget = configuration.maxDatagramSize - ARQConfiguration.headerReserve
+        var marked = false
+        for i in 0..<ledger.count where !ledger[i].acked {
+            let cost = FrameCodec.segmentOverhead(payloadCount: ledger[i].payload.count) + ledger[i].payload.count
+            if marked && cost > budget { break }
+            budget -= cost
+            marked = true
+            if !ledger[i].needsRetransmit {
+                ledger[i].needsRetransmit = true
+                pendingRetransmits += 1
+            }
+        }
+        if !marked { probePending = true }
+    }
+
+    private func keepaliveDeadline() -> Instant? {
+        guard ledger.isEmpty, queue.isEmpty else { return nil }
+        var from = lastAckElicitingSentAt
+        if let k = lastKeepaliveAt, from < k { from = k }
+        return from + configuration.keepaliveInterval
+    }
+
+    private func deadPeerDeadline() -> Instant? {
+        guard !reportedUnreachable, lastReceivedAt < lastAckElicitingSentAt || probePending || !ledger.isEmpty else { return nil }
+        return lastReceivedAt + configuration.deadPeerTimeout
+    }
+
+    // MARK: Receiving
+
+    private func receive(_ segment: Segment) {
+        let hadGap = !receiver.outOfOrder.isEmpty
+        switch receiver.store(segment, window: Int(advertisedWindow())) {
+        case .duplicate:
+            counters.duplicateSegmentsReceived += 1
+            return
+        case .outsideWindow:
+            counters.segmentsOutsideWindow += 1
+            return
+        case .stored(let gap):
+            pendingReceiveBytes += segment.payload.count
+            if gap {
+                ackImmediately = true
+                return
+            }
+        }
+        while let piece = receiver.popInOrder() {
+            reassembly.append(contentsOf: piece.payload)
+            if reassembly.count > configuration.maxMessageSize {
+                failed = true
+                events.append(.failed(.peerMessageTooLarge))
+                return
+            }
+            if piece.end {
+                events.append(.delivered(reassembly))
+                counters.messagesDelivered += 1
+                reassembly = []
+            }
+        }
+        if hadGap { ackImmediately = true }
+    }
+}
