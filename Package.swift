@@ -49,6 +49,7 @@ let package = Package(
         .testTarget(name: "InkSimTests", dependencies: ["InkSim", "InkProtocol"]),
         .testTarget(name: "InkRelayTests", dependencies: ["InkRelay", "InkCodec", "InkProtocol"]),
         .testTarget(name: "InkStoreTests", dependencies: ["InkStore", "InkCodec"]),
+        .executableTarget(name: "inkstore-torture", dependencies: ["InkStore"], path: "Tests/InkStoreTorture"),
         .testTarget(name: "InkUVTests", dependencies: ["InkUV"]),
         .testTarget(name: "InkDaemonTests", dependencies: ["InkDaemon", "InkCodec", "InkProtocol"]),
         .testTarget(name: "PurityTests"),
