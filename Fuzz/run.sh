@@ -1,7 +1,36 @@
 #!/usr/bin/env bash
 # Builds each decoder's libFuzzer target with `swiftc -sanitize=fuzzer` and runs it for a
 # bounded time (FUZZ_SECONDS, default 10 per target). Any crash fails the run.
+#
+# A target is one file Fuzz/targets/NAME.swift defining `@_cdecl("LLVMFuzzerTestOneInput")`.
+# It is compiled together with Sources/InkCodec/*.swift into one module, so it uses the codec
+# directly (no `import InkCodec`). Seeds, if any, live in Fuzz/seeds/NAME/. Run one target with
+# `Fuzz/run.sh NAME`. Crash inputs are kept in Fuzz/bin/NAME-crashes/.
 set -euo pipefail
 cd "$(dirname "$0")"
-targets=(targets/*.swift)
+seconds="${FUZZ_SECONDS:-10}"
+if [ "$#" -gt 0 ]; then targets=(); for name in "$@"; do targets+=("targets/$name.swift"); done
+else targets=(targets/*.swift); fi
 [ -e "${targets[0]}" ] || { echo "fuzz: no targets yet"; exit 0; }
+mkdir -p bin
+failed=()
+for target in "${targets[@]}"; do
+    name="$(basename "$target" .swift)"
+    echo "fuzz: building $name"
+    if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name "Fuzz_${name//-/_}" \
+        ../Sources/InkCodec/*.swift "$target" -o "bin/$name" > "bin/$name.build.log" 2>&1; then
+        cat "bin/$name.build.log"; failed+=("$name (build)"); continue
+    fi
+    corpus="bin/$name-corpus"; crashes="bin/$name-crashes"
+    mkdir -p "$corpus" "$crashes"
+    [ -d "seeds/$name" ] && cp -n seeds/"$name"/* "$corpus"/ 2>/dev/null || true
+    echo "fuzz: running $name for ${seconds}s"
+    if "bin/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=4096 \
+        -artifact_prefix="$crashes/" -print_final_stats=1 "$corpus" > "bin/$name.log" 2>&1; then
+        grep -E '^stat::number_of_executed_units|^Done' "bin/$name.log" | sed "s/^/fuzz: $name: /" || true
+    else
+        tail -40 "bin/$name.log"; failed+=("$name")
+    fi
+done
+if [ "${#failed[@]}" -gt 0 ]; then echo "fuzz: FAILED: ${failed[*]}"; exit 1; fi
+echo "fuzz: all targets ran ${seconds}s without a crash"
