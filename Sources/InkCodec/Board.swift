@@ -59,10 +59,10 @@ public struct Board: Sendable {
     public private(set) var isLocked = false
     public private(set) var presentedPage: PageID? = nil
 
-    private var strokes: [StrokeRef: Stroke] = [:]
+    private(set) var strokes: [StrokeRef: Stroke] = [:]
     /// Drawing order (eraser strokes only erase what is below them).
-    private var order: [StrokeRef] = []
-    private var authors: [AuthorID: AuthorState] = [:]
+    private(set) var order: [StrokeRef] = []
+    private(set) var authors: [AuthorID: AuthorState] = [:]
 
     public init() {}
 

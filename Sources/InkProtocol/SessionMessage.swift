@@ -1,0 +1,213 @@
+// The application messages between a device and the daemon (docs/protocol.md, "Session
+// messages"). One message travels as one ARQ message over UDP, or as one length-prefixed frame
+// over TCP. Batch payloads are compact binary codec bytes, opaque to this layer.
+import InkCodec
+
+/// What a member may do in a room. Raw values are the wire values.
+public enum MemberRole: UInt8, Hashable, Comparable, Sendable, CaseIterable, CustomStringConvertible {
+    /// The room's owner: draws, grants and revokes the right to draw, may draw while locked.
+    case teacher = 1
+    /// Granted the right to draw (a student "on stage").
+    case presenter = 2
+    /// Watches only.
+    case viewer = 3
+
+    /// Lower raw value = more rights; `teacher < presenter < viewer`.
+    public static func < (a: MemberRole, b: MemberRole) -> Bool { a.rawValue < b.rawValue }
+
+    public var canDraw: Bool { self != .viewer }
+
+    public var description: String {
+        switch self {
+        case .teacher: "teacher"
+        case .presenter: "presenter"
+        case .viewer: "viewer"
+        }
+    }
+}
+
+/// What a joining device already has of the room, so the daemon sends only what is missing.
+public enum JoinHave: Hashable, Sendable {
+    /// A fresh device: send the board as a snapshot, then the tail.
+    case nothing
+    /// Everything up to and including `roomSeq` is applied; `digest` is the device's board digest
+    /// there (0 when unknown). The daemon sends the batches after `roomSeq`.
+    case upTo(roomSeq: UInt64, digest: UInt64)
+    /// An interrupted snapshot sync: the snapshot taken at `snapshotRoomSeq` was received up to
+    /// and including chunk `lastChunk`. Resumes after it when the daemon still holds that
+    /// snapshot, else restarts it.
+    case partialSnapshot(snapshotRoomSeq: UInt64, lastChunk: UInt32)
+}
+
+/// A join, as the device sends it.
+public struct JoinRequest: Hashable, Sendable {
+    public var room: String
+    public var user: String
+    public var role: MemberRole
+    /// A signed join token from the school's app server; empty in open mode.
+    public var token: [UInt8]
+    /// The device's producer id: `(origin, originSeq)` names each of its batches in the room.
+    public var origin: UInt64
+    public var have: JoinHave
+
+    public init(room: String, user: String, role: MemberRole, token: [UInt8] = [], origin: UInt64, have: JoinHave = .nothing) {
+        self.room = room
+        self.user = user
+        self.role = role
+        self.token = token
+        self.origin = origin
+        self.have = have
+    }
+}
+
+/// Device -> daemon.
+public enum ClientMessage: Hashable, Sendable {
+    case join(JoinRequest)
+    /// One command batch of this member. `originSeq` counts the device's batches from 1; a batch
+    /// sent again with the same number (after a reconnect) is acknowledged, not appended twice.
+    case batch(originSeq: UInt64, payload: [UInt8])
+    /// Teacher only: `user` may draw from now on.
+    case grantDraw(user: String)
+    /// Teacher only: `user` may no longer draw.
+    case revokeDraw(user: String)
+    /// Sync progress: every chunk of sync `syncID` up to and including `chunk` is applied. Opens
+    /// the window for further chunks and is the point an interrupted sync resumes from.
+    case syncAck(syncID: UInt32, chunk: UInt32)
+    /// The member leaves the room; the daemon closes the session.
+    case leave
+    /// A kind this version does not know (from a newer device): skipped.
+    case unknown(kind: UInt64)
+}
+
+/// Why a join was refused. Raw values are the wire values; unknown ones decode as `.other`.
+public enum JoinRefusal: UInt16, Hashable, Sendable {
+    case other = 0
+    case badToken = 1
+    case expiredToken = 2
+    case tokenMismatch = 3
+    case roleNotAllowed = 4
+    case roomFull = 5
+    case tooManyRooms = 6
+    case invalidName = 7
+    case alreadyJoined = 8
+    case shuttingDown = 9
+}
+
+/// Error codes sent to one session. Raw values are the wire values.
+public enum SessionErrorCode: UInt16, Hashable, Sendable {
+    case other = 0
+    /// The member may not draw (viewer, revoked, or board locked).
+    case permissionDenied = 1
+    /// Only the teacher may do this (grant, revoke, room commands).
+    case notTeacher = 2
+    /// The message could not be decoded; it was dropped.
+    case malformedMessage = 3
+    /// The batch payload is not a valid command batch.
+    case malformedBatch = 4
+    /// The batch is larger than the daemon accepts.
+    case batchTooLarge = 5
+    /// The message needs a joined member (send `join` first).
+    case notJoined = 6
+    /// `grantDraw`/`revokeDraw` named no member of the room.
+    case unknownMember = 7
+    /// `originSeq` must be at least 1.
+    case invalidOriginSeq = 8
+}
+
+/// Why the daemon ends a session. Raw values are the wire values.
+public enum GoingAwayReason: UInt16, Hashable, Sendable {
+    case other = 0
+    case shuttingDown = 1
+    case left = 2
+    /// Another session joined with the same user and origin (the device reconnected).
+    case replaced = 3
+    case idle = 4
+    case tooManyErrors = 5
+}
+
+/// How a sync starts.
+public enum SyncMode: UInt8, Hashable, Sendable {
+    /// Chunks carry a compacted snapshot (items without room sequence, folding to the board at
+    /// `SyncBegin.throughRoomSeq`), then the tail: start from an empty board.
+    case snapshot = 0
+    /// Chunks carry the log batches after `SyncBegin.afterRoomSeq`, in order: keep the board.
+    case tail = 1
+}
+
+/// Announces a sync; chunks `firstChunk...` and then `syncDone` follow.
+public struct SyncBegin: Hashable, Sendable {
+    public var syncID: UInt32
+    public var mode: SyncMode
+    /// Tail mode: the batches after this one follow. Snapshot mode: the snapshot covers the log
+    /// up to and including this room sequence number.
+    public var afterRoomSeq: UInt64
+    /// The sync ends with the board at this room sequence number (live batches follow it).
+    public var throughRoomSeq: UInt64
+    /// The first chunk index sent (above 0 when a snapshot sync resumes).
+    public var firstChunk: UInt32
+
+    public init(syncID: UInt32, mode: SyncMode, afterRoomSeq: UInt64, throughRoomSeq: UInt64, firstChunk: UInt32) {
+        self.syncID = syncID
+        self.mode = mode
+        self.afterRoomSeq = afterRoomSeq
+        self.throughRoomSeq = throughRoomSeq
+        self.firstChunk = firstChunk
+    }
+}
+
+/// One batch inside a sync chunk.
+public struct SyncItem: Hashable, Sendable {
+    /// 0 for snapshot items; the batch's room sequence number for tail items.
+    public var roomSeq: UInt64
+    public var author: AuthorID
+    public var timeMs: UInt64
+    public var payload: [UInt8]
+
+    public init(roomSeq: UInt64, author: AuthorID, timeMs: UInt64, payload: [UInt8]) {
+        self.roomSeq = roomSeq
+        self.author = author
+        self.timeMs = timeMs
+        self.payload = payload
+    }
+}
+
+/// A room batch as delivered live.
+public struct RoomBatch: Hashable, Sendable {
+    public var roomSeq: UInt64
+    public var author: AuthorID
+    /// Wall-clock milliseconds when the daemon accepted it.
+    public var timeMs: UInt64
+    public var payload: [UInt8]
+
+    public init(roomSeq: UInt64, author: AuthorID, timeMs: UInt64, payload: [UInt8]) {
+        self.roomSeq = roomSeq
+        self.author = author
+        self.timeMs = timeMs
+        self.payload = payload
+    }
+}
+
+/// Daemon -> device.
+public enum ServerMessage: Hashable, Sendable {
+    /// The join succeeded; `syncFollows` says a `syncBegin` comes next, else live batches after
+    /// `roomHead` follow at once.
+    case joinAccepted(member: AuthorID, role: MemberRole, roomHead: UInt64, syncFollows: Bool)
+    case joinRefused(JoinRefusal, text: String)
+    /// Another member's accepted batch.
+    case roomBatch(RoomBatch)
+    /// This member's batch `originSeq` (and all earlier ones of its origin that were accepted) is
+    /// durable, at `roomSeq` in the room log.
+    case batchAck(originSeq: UInt64, roomSeq: UInt64)
+    /// Something this session sent was refused; `originSeq` names the batch (0: not a batch).
+    case error(SessionErrorCode, originSeq: UInt64, text: String)
+    /// A member is present (joined, or its role changed) or gone.
+    case member(id: AuthorID, user: String, role: MemberRole, present: Bool)
+    case syncBegin(SyncBegin)
+    case syncChunk(syncID: UInt32, index: UInt32, items: [SyncItem])
+    /// The sync is complete: the board now folds to `digest` at `roomSeq`.
+    case syncDone(syncID: UInt32, roomSeq: UInt64, digest: UInt64)
+    /// The daemon closes this session.
+    case goingAway(GoingAwayReason, text: String)
+    /// A kind this version does not know (from a newer daemon): skipped.
+    case unknown(kind: UInt64)
+}
