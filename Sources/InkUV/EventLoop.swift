@@ -1,4 +1,5 @@
 import CLibUV
+import Glibc
 
 /// One libuv loop, driven from a single thread; every callback of every handle created on it
 /// runs on that thread, inside `run`, `runOnce` or `runNoWait`.
@@ -13,7 +14,10 @@ public final class EventLoop {
     /// Bound on loop rounds `shutdown()` spends draining close callbacks before giving up.
     static let maximumShutdownRounds = 1000
 
+    /// Also sets SIGPIPE to be ignored, process-wide: libuv writes streams with write(2), and a
+    /// peer that resets a TCP connection must cost an EPIPE error, not the whole process.
     public init() throws(UVError) {
+        signal(SIGPIPE, SIG_IGN)
         raw = .allocate(capacity: 1)
         let rc = uv_loop_init(raw)
         if rc < 0 {

@@ -60,6 +60,20 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// An IPv4 address as the IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) a dual-stack IPv6
+    /// socket uses for it; other addresses unchanged.
+    public var ipv4Mapped: SocketAddress {
+        guard family == .ipv4 else { return self }
+        return SocketAddress(family: .ipv6, port: port, high: 0, low: 0xffff_0000_0000 | low, scopeID: 0)
+    }
+
+    /// An IPv4-mapped IPv6 address as the plain IPv4 address; other addresses unchanged.
+    /// Handy for keys and logs when an `[::]` socket also serves IPv4 peers.
+    public var unmappedIPv4: SocketAddress {
+        guard family == .ipv6, high == 0, low >> 32 == 0xffff else { return self }
+        return SocketAddress(family: .ipv4, port: port, high: 0, low: low & 0xffff_ffff, scopeID: 0)
+    }
+
     // MARK: sockaddr
 
     /// Reads an AF_INET or AF_INET6 sockaddr; nil for any other family.

@@ -20,6 +20,8 @@ public final class UDPSocket: HandleOwner {
     private var handle: UnsafeMutablePointer<uv_udp_t>?
     private var slab: UnsafeMutableRawBufferPointer?
     private let batch: Int
+    /// Whether the socket is AF_INET6 (IPv4 destinations are then sent as mapped addresses).
+    private var isIPv6 = false
     private var onDatagram: ((UnsafeRawBufferPointer, SocketAddress) -> Void)?
 
     /// Receive errors (from the kernel) and failed queued sends; the socket stays open.
@@ -46,6 +48,7 @@ public final class UDPSocket: HandleOwner {
     ) throws(UVError) {
         let domain = address.family == .ipv4 ? AF_INET : AF_INET6
         try self.init(loop: loop, domain: UInt32(domain), batch: batch)
+        isIPv6 = address.family == .ipv6
         var flags: UInt32 = 0
         if reuseAddress { flags |= UV_UDP_REUSEADDR.rawValue }
         if ipv6Only && address.family == .ipv6 { flags |= UV_UDP_IPV6ONLY.rawValue }
@@ -65,6 +68,7 @@ public final class UDPSocket: HandleOwner {
             close()
             throw UVError(code: rc, operation: "udp_open fd \(fd)")
         }
+        isIPv6 = (try? localAddress)?.family == .ipv6
     }
 
     private init(loop: EventLoop, domain: UInt32, batch: Int) throws(UVError) {
@@ -201,6 +205,8 @@ public final class UDPSocket: HandleOwner {
         guard bytes.count <= UDPSocket.maximumDatagramBytes else {
             throw UVError(code: UVError.messageTooLong, operation: "udp_send \(address)")
         }
+        // An IPv6 socket reaches IPv4 peers through their mapped address (dual stack).
+        let address = isIPv6 ? address.ipv4Mapped : address
         let base = UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: CChar.self))
         var buffer = uv_buf_init(base, UInt32(bytes.count))
         let sent = queueEverySendForTesting

@@ -40,6 +40,15 @@ import InkUV
         #expect(table[a] == 3)
     }
 
+    @Test func mapsIPv4IntoIPv6AndBack() throws {
+        let v4 = try SocketAddress.parse("10.1.2.3:80")
+        let mapped = v4.ipv4Mapped
+        #expect(mapped == (try SocketAddress.parse("[::ffff:10.1.2.3]:80")))
+        #expect(mapped.unmappedIPv4 == v4)
+        #expect(SocketAddress.loopbackIPv6(port: 1).unmappedIPv4 == .loopbackIPv6(port: 1))
+        #expect(mapped.ipv4Mapped == mapped && v4.unmappedIPv4 == v4)
+    }
+
     @Test func roundTripsThroughSockaddr() throws {
         for text in ["127.0.0.1:1234", "[::1]:4321", "[fe80::abcd%2]:1"] {
             let address = try SocketAddress.parse(text)

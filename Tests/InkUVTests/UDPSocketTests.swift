@@ -167,3 +167,29 @@ import Testing
         #expect(errors.isEmpty)
     }
 }
+
+@Suite(.serialized) struct UDPDualStackTests {
+    /// An IPv6 socket serving IPv4 peers: the sender arrives IPv4-mapped, and replying to the
+    /// plain IPv4 address works because send maps it. Bound to the mapped loopback only.
+    @Test func ipv6SocketServesIPv4Peers() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let server = try UDPSocket(loop: loop, bindTo: try SocketAddress.parse("[::ffff:127.0.0.1]:0"))
+        let port = try server.localAddress.port
+        var senders: [SocketAddress] = []
+        try server.startReceiving { bytes, sender in
+            senders.append(sender)
+            _ = try? server.send(bytes, to: sender.unmappedIPv4)
+        }
+        let client = try UDPSocket(loop: loop, bindTo: .loopbackIPv4(port: 0))
+        var replies: [[UInt8]] = []
+        try client.startReceiving { bytes, _ in replies.append(Array(bytes)) }
+        try client.send([7, 8, 9], to: .loopbackIPv4(port: port))
+        #expect(drive(loop) { replies.count == 1 })
+        #expect(replies == [[7, 8, 9]])
+        let clientAddress = try client.localAddress
+        #expect(senders == [clientAddress.ipv4Mapped])
+        #expect(senders.first?.unmappedIPv4 == clientAddress)
+        #expect(senders.first?.description == "[::ffff:127.0.0.1]:\(clientAddress.port)")
+    }
+}
