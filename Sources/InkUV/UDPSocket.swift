@@ -36,6 +36,8 @@ public final class UDPSocket: HandleOwner {
     public private(set) var datagramsSent: UInt64 = 0
     /// Sends that had to be queued because the kernel buffer was full.
     public private(set) var sendsQueued: UInt64 = 0
+    /// recvmmsg calls that returned datagrams (datagramsReceived / receiveBatches = batch fill).
+    public private(set) var receiveBatches: UInt64 = 0
     /// Datagrams dropped because they did not fit a receive slice (MSG_TRUNC).
     public private(set) var datagramsTruncated: UInt64 = 0
 
@@ -184,6 +186,7 @@ public final class UDPSocket: HandleOwner {
         }
         // No sender: "nothing more to read" or the UV_UDP_MMSG_FREE end of a batch. The slab is
         // ours and reused, so there is nothing to free.
+        if sender == nil && flags & UInt32(UV_UDP_MMSG_FREE.rawValue) != 0 { receiveBatches &+= 1 }
         guard let sender, let buffer, !isClosing, let onDatagram else { return }
         if flags & UInt32(UV_UDP_PARTIAL.rawValue) != 0 {
             datagramsTruncated &+= 1
