@@ -29,20 +29,29 @@ public final class LoopTimer: HandleOwner {
         guard let handle, !isClosing else { return }
         // libuv fires when its loop clock (whole ms, never ahead of uv_hrtime) reaches
         // uv_now + timeout, so aim at the deadline rounded up on that clock.
-        let dueMilliseconds = (deadline &+ 999) / 1000
-        let loopNow = uv_now(handle.pointee.loop)
-        let timeout = dueMilliseconds > loopNow ? dueMilliseconds - loopNow : 0
+        let timeout = LoopTimer.timeout(until: deadline, loopNow: uv_now(handle.pointee.loop))
         self.callback = callback
         uv_timer_start(handle, timerFired, timeout, 0)
     }
 
-    /// Fires `callback` after `delay` microseconds (rounded up to whole ms), then every
-    /// `interval` microseconds (rounded up) if it is non-zero. Replaces any earlier arming.
+    /// Fires `callback` once `delay` microseconds have passed (never earlier), then every
+    /// `interval` microseconds (rounded up to whole ms) if it is non-zero. Replaces any earlier
+    /// arming.
     public func start(afterMicroseconds delay: UInt64, repeatingEveryMicroseconds interval: UInt64 = 0,
                       _ callback: @escaping () -> Void) {
         guard let handle, !isClosing else { return }
         self.callback = callback
-        uv_timer_start(handle, timerFired, LoopTimer.roundedUpMilliseconds(delay), LoopTimer.roundedUpMilliseconds(interval))
+        // libuv counts from its cached loop time, which lags the clock during callbacks: aim the
+        // first firing at now + delay on the real clock so it is never early. Repeats count
+        // from each firing.
+        let timeout = LoopTimer.timeout(until: uv_hrtime() / 1000 &+ delay, loopNow: uv_now(handle.pointee.loop))
+        uv_timer_start(handle, timerFired, timeout, LoopTimer.roundedUpMilliseconds(interval))
+    }
+
+    /// Whole milliseconds from the loop's clock to `deadline` (µs), rounded up.
+    static func timeout(until deadline: UInt64, loopNow: UInt64) -> UInt64 {
+        let dueMilliseconds = roundedUpMilliseconds(deadline)
+        return dueMilliseconds > loopNow ? dueMilliseconds - loopNow : 0
     }
 
     /// Disarms the timer; it can be started again.

@@ -62,6 +62,32 @@ import InkUV
         #expect(lateness.allSatisfy { $0 >= 0 }, "fired early: \(lateness)")
     }
 
+    /// Relative delays count from the real clock, not libuv's cached loop time.
+    @Test func relativeDelaysNeverFireEarly() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let timer = try LoopTimer(loop: loop)
+        var lateness: [Int64] = []
+        for delay: UInt64 in [1, 500, 1_000, 1_500, 2_999] {
+            // Burn a little time inside a callback so the loop's cached time is stale.
+            var done = false
+            let kick = try LoopTimer(loop: loop)
+            kick.start(afterMicroseconds: 0) {
+                let spinUntil = loop.now + 1_700
+                while loop.now < spinUntil {}
+                let start = loop.now
+                timer.start(afterMicroseconds: delay) {
+                    lateness.append(Int64(loop.now) - Int64(start + delay))
+                    done = true
+                }
+                kick.close()
+            }
+            #expect(drive(loop) { done })
+        }
+        #expect(lateness.count == 5)
+        #expect(lateness.allSatisfy { $0 >= 0 }, "fired early: \(lateness)")
+    }
+
     @Test func timerClosesItselfInsideItsCallback() throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }
