@@ -3,26 +3,24 @@ import Glibc
 import InkUV
 
 @Suite(.serialized) struct TimerSignalPollTests {
+    /// Deadlines all count from one base, so the order is fixed however late the loop runs.
     @Test func timersFireInDeadlineOrderAndReArm() throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }
         var fired: [String] = []
+        let base = loop.now
         let a = try LoopTimer(loop: loop), b = try LoopTimer(loop: loop), c = try LoopTimer(loop: loop)
-        a.start(afterMicroseconds: 30_000) { fired.append("a") }
-        b.start(afterMicroseconds: 10_000) { fired.append("b") }
+        a.start(atMicroseconds: base + 30_000) { fired.append("a") }
+        b.start(atMicroseconds: base + 10_000) { fired.append("b") }
         // Re-arming replaces the earlier arming: c fires once, last.
-        c.start(afterMicroseconds: 5_000) { fired.append("c-early") }
-        c.start(afterMicroseconds: 200_000) { fired.append("c") }
-        var rearmed = 0
+        c.start(atMicroseconds: base + 5_000) { fired.append("c-early") }
+        c.start(atMicroseconds: base + 200_000) { fired.append("c") }
+        // d re-arms itself from its own callback: at 15 ms, then at 45 ms.
         let d = try LoopTimer(loop: loop)
-        func armD() {
-            d.start(afterMicroseconds: 15_000) {
-                fired.append("d\(rearmed)")
-                rearmed += 1
-                if rearmed < 2 { armD() }
-            }
+        d.start(atMicroseconds: base + 15_000) {
+            fired.append("d0")
+            d.start(atMicroseconds: base + 45_000) { fired.append("d1") }
         }
-        armD()
         #expect(drive(loop) { fired.count == 5 })
         #expect(fired == ["b", "d0", "a", "d1", "c"])
         #expect(!a.isActive && !d.isActive)

@@ -52,7 +52,7 @@ import Testing
         }
         let target = try server.localAddress
         var sent: [[UInt8]] = []
-        let rounds = 20, perRound = 50
+        let rounds = 40, perRound = 25
         for round in 0..<rounds {
             for i in 0..<perRound {
                 let index = round * perRound + i
