@@ -72,16 +72,28 @@ public enum BinaryBatchDecoder {
         _ kind: Int, _ d: inout RANSDecoder, _ context: inout StrokeContext, _ opaqueBudget: inout UInt64
     ) throws(BinaryCodecError) -> TimedCommand {
         switch kind {
-        case BinaryKind.move, BinaryKind.end, BinaryKind.startPen, BinaryKind.startEraser, BinaryKind.point:
-            let group = kind == BinaryKind.move ? 0 : (kind == BinaryKind.end ? 1 : 2)
-            let (t, timeSymbol) = try getTime(group: group, &d, &context)
+        case BinaryKind.move, BinaryKind.end, BinaryKind.startPen, BinaryKind.startEraser, BinaryKind.point,
+             BinaryKind.moveNextFrame:
+            let t: UInt64
+            var timeSymbol = 1
+            if kind == BinaryKind.moveNextFrame {
+                guard context.frame != UInt64.max else { throw .badTime }
+                t = BinaryPrediction.gridTime(context.frame + 1)
+                guard t < BinaryPrediction.gridLimitMs else { throw .badTime }
+                context.setTime(t, frame: context.frame + 1)
+            } else {
+                let group = kind == BinaryKind.move ? 0 : (kind == BinaryKind.end ? 1 : 2)
+                (t, timeSymbol) = try getTime(group: group, &d, &context)
+                // One frame after the previous command is always `moveNextFrame` (canonical form).
+                if kind == BinaryKind.move && timeSymbol == 1 { throw .badTime }
+            }
             var stroke = context.stroke
             var tool = context.tool
             var phase = StrokePhase.move
             switch kind {
-            case BinaryKind.move, BinaryKind.end:
+            case BinaryKind.move, BinaryKind.end, BinaryKind.moveNextFrame:
                 guard context.isOpen else { throw .badField }
-                phase = kind == BinaryKind.move ? .move : .end
+                phase = kind == BinaryKind.end ? .end : .move
             case BinaryKind.startPen, BinaryKind.startEraser:
                 stroke = StrokeID(context.stroke.rawValue &+ 1)
                 tool = kind == BinaryKind.startPen ? .pen : .eraser
@@ -98,8 +110,22 @@ public enum BinaryBatchDecoder {
             let base = BinaryPrediction.residualBase(count: n, timeClass: c)
             let px = n == 0 ? Int64(context.xs.0) : BinaryPrediction.predict(context.xs, count: n, timeClass: c)
             let py = n == 0 ? Int64(context.ys.0) : BinaryPrediction.predict(context.ys, count: n, timeClass: c)
-            let x = try getCoordinate(px, .residual(base), &d)
-            let y = try getCoordinate(py, .residual(base + 1), &d)
+            let sx = d.get(.residual(base))
+            let sy = d.get(.residual(base + 1))
+            let bx = BinaryPrediction.extraBits(sx)
+            let by = BinaryPrediction.extraBits(sy)
+            var ex: UInt64
+            var ey: UInt64
+            if bx + by <= RANSConstants.maxRawBits {
+                let both = d.getBits(bx + by)
+                ex = both >> UInt64(by)
+                ey = both & ((1 << UInt64(by)) - 1)
+            } else {
+                ex = d.getWideBits(bx)
+                ey = d.getWideBits(by)
+            }
+            guard let x = Int32(exactly: px + BinaryPrediction.residual(sx, extra: ex)),
+                  let y = Int32(exactly: py + BinaryPrediction.residual(sy, extra: ey)) else { throw .coordinateOutOfRange }
             let p = StrokePoint(stroke: stroke, tool: tool, phase: phase, x: x, y: y)
             context.record(p, continues: continues)
             return TimedCommand(timeMs: t, command: .point(p))
@@ -158,38 +184,31 @@ public enum BinaryBatchDecoder {
     private static func getTime(
         group: Int, _ d: inout RANSDecoder, _ context: inout StrokeContext
     ) throws(BinaryCodecError) -> (UInt64, Int) {
-        let previous = context.timeMs
         let symbol = d.get(.time(group))
         let t: UInt64
         if symbol <= BinaryPrediction.largeFramesSymbol {
-            guard BinaryPrediction.isOnGrid(previous) else { throw .badTime }
+            guard context.frame != UInt64.max else { throw .badTime }
             var frames = UInt64(symbol)
             if symbol == BinaryPrediction.largeFramesSymbol {
                 guard let extra = d.getUInt(), extra < BinaryPrediction.gridLimitMs else { throw .badTime }
                 frames = extra + UInt64(BinaryPrediction.directFrames)
             }
-            t = BinaryPrediction.gridTime(BinaryPrediction.frame(previous) + frames)
-            guard BinaryPrediction.isOnGrid(t) else { throw .badTime }
+            let frame = context.frame + frames
+            t = BinaryPrediction.gridTime(frame)
+            guard t < BinaryPrediction.gridLimitMs else { throw .badTime }
+            context.setTime(t, frame: frame)
         } else if symbol == BinaryPrediction.offGridSymbol {
             guard let z = d.getUInt() else { throw .badTime }
+            let previous = context.timeMs
             t = previous &+ UInt64(bitPattern: BinaryPrediction.unzigzag(z))
+            let previousOnGrid = context.frame != UInt64.max
+            context.setTime(t)
             // The encoder uses the grid whenever it can; anything else is not canonical.
-            if t >= previous && BinaryPrediction.isOnGrid(t) && BinaryPrediction.isOnGrid(previous) { throw .badTime }
+            if t >= previous && previousOnGrid && context.frame != UInt64.max { throw .badTime }
         } else {
             throw .badTime
         }
-        context.timeMs = t
         return (t, symbol)
-    }
-
-    @inline(__always)
-    private static func getCoordinate(_ prediction: Int64, _ table: BinaryTable, _ d: inout RANSDecoder) throws(BinaryCodecError) -> Int32 {
-        let symbol = d.get(table)
-        let bits = BinaryPrediction.extraBits(symbol)
-        let extra = bits <= RANSConstants.maxRawBits ? d.getBits(bits) : d.getWideBits(bits)
-        let value = prediction + BinaryPrediction.residual(symbol, extra: extra)
-        guard let v = Int32(exactly: value) else { throw .coordinateOutOfRange }
-        return v
     }
 
     private static func getStrokeDelta(_ d: inout RANSDecoder, _ context: StrokeContext) throws(BinaryCodecError) -> StrokeID {

@@ -1,10 +1,12 @@
 // Encoder of the compact binary codec: Batch -> bytes, against a BinaryCodecState.
 
-/// Kind symbols (docs/protocol.md section 2.3). 15 is reserved.
+/// Kind symbols (docs/protocol.md section 2.3). 16...19 are reserved.
 enum BinaryKind {
     static let endOfBatch = 0, move = 1, end = 2, startPen = 3, startEraser = 4, point = 5
     static let penStyle = 6, undo = 7, redo = 8, clear = 9, erase = 10, addPage = 11
     static let switchPage = 12, room = 13, opaque = 14
+    /// A move exactly one 60 Hz frame after the previous command: no time symbol follows.
+    static let moveNextFrame = 15
 }
 
 /// Bounds and entry points of the compact binary codec.
@@ -29,7 +31,7 @@ public enum BinaryBatchCodec {
 
 /// Reusable encoder (keeps its scratch buffers between batches).
 public struct BinaryBatchEncoder {
-    private var coder = RANSEncoder()
+    private let coder = RANSEncoder()
 
     public init() {}
 
@@ -80,9 +82,15 @@ public struct BinaryBatchEncoder {
             } else if p.phase == .start && p.stroke.rawValue == context.stroke.rawValue &+ 1 {
                 kind = p.tool == .pen ? BinaryKind.startPen : BinaryKind.startEraser
             }
-            coder.put(kind, kindTable)
             let group = kind == BinaryKind.move ? 0 : (kind == BinaryKind.end ? 1 : 2)
-            let timeSymbol = putTime(timed.timeMs, group: group, &context)
+            let (timeSymbol, frame) = timeSymbolFor(timed.timeMs, context)
+            if kind == BinaryKind.move && timeSymbol == 1 {
+                coder.put(BinaryKind.moveNextFrame, kindTable)
+                context.setTime(timed.timeMs, frame: frame)
+            } else {
+                coder.put(kind, kindTable)
+                putTime(timed.timeMs, group: group, &context)
+            }
             if kind == BinaryKind.point {
                 let delta = Int32(bitPattern: p.stroke.rawValue &- context.stroke.rawValue)
                 coder.putUInt(BinaryPrediction.zigzag(Int64(delta)))
@@ -94,8 +102,16 @@ public struct BinaryBatchEncoder {
             let base = BinaryPrediction.residualBase(count: n, timeClass: c)
             let px = n == 0 ? Int64(context.xs.0) : BinaryPrediction.predict(context.xs, count: n, timeClass: c)
             let py = n == 0 ? Int64(context.ys.0) : BinaryPrediction.predict(context.ys, count: n, timeClass: c)
-            putResidual(Int64(p.x) - px, .residual(base))
-            putResidual(Int64(p.y) - py, .residual(base + 1))
+            let (sx, ex, bx) = BinaryPrediction.residualSymbol(Int64(p.x) - px)
+            let (sy, ey, by) = BinaryPrediction.residualSymbol(Int64(p.y) - py)
+            coder.put(sx, .residual(base))
+            coder.put(sy, .residual(base + 1))
+            if bx + by <= RANSConstants.maxRawBits {
+                coder.putBits(ex << UInt64(by) | ey, bx + by)
+            } else {
+                coder.putWideBits(ex, bx)
+                coder.putWideBits(ey, by)
+            }
             context.record(p, continues: continues)
         case .penStyle(let style):
             coder.put(BinaryKind.penStyle, kindTable)
@@ -148,37 +164,30 @@ public struct BinaryBatchEncoder {
         }
     }
 
+    /// The time symbol of `t` after the context's time (frames on the 60 Hz grid when both lie
+    /// on it), and the frame of `t` (`UInt64.max` when off the grid).
+    @inline(__always)
+    private func timeSymbolFor(_ t: UInt64, _ context: StrokeContext) -> (Int, UInt64) {
+        guard BinaryPrediction.isOnGrid(t) else { return (BinaryPrediction.offGridSymbol, UInt64.max) }
+        let frame = BinaryPrediction.frame(t)
+        guard context.frame != UInt64.max, t >= context.timeMs else { return (BinaryPrediction.offGridSymbol, frame) }
+        let frames = frame - context.frame
+        return (frames < UInt64(BinaryPrediction.directFrames) ? Int(frames) : BinaryPrediction.largeFramesSymbol, frame)
+    }
+
     /// Codes the command's time against the author's previous one; returns the time symbol.
     @discardableResult
     @inline(__always)
     private mutating func putTime(_ t: UInt64, group: Int, _ context: inout StrokeContext) -> Int {
-        let previous = context.timeMs
-        context.timeMs = t
-        let table = BinaryTable.time(group)
-        if t >= previous && BinaryPrediction.isOnGrid(t) && BinaryPrediction.isOnGrid(previous) {
-            let frames = BinaryPrediction.frame(t) - BinaryPrediction.frame(previous)
-            if frames < UInt64(BinaryPrediction.directFrames) {
-                coder.put(Int(frames), table)
-                return Int(frames)
-            }
-            coder.put(BinaryPrediction.largeFramesSymbol, table)
-            coder.putUInt(frames - UInt64(BinaryPrediction.directFrames))
-            return BinaryPrediction.largeFramesSymbol
+        let (symbol, frame) = timeSymbolFor(t, context)
+        coder.put(symbol, .time(group))
+        if symbol == BinaryPrediction.largeFramesSymbol {
+            coder.putUInt(frame - context.frame - UInt64(BinaryPrediction.directFrames))
+        } else if symbol == BinaryPrediction.offGridSymbol {
+            coder.putUInt(BinaryPrediction.zigzag(Int64(bitPattern: t &- context.timeMs)))
         }
-        coder.put(BinaryPrediction.offGridSymbol, table)
-        coder.putUInt(BinaryPrediction.zigzag(Int64(bitPattern: t &- previous)))
-        return BinaryPrediction.offGridSymbol
-    }
-
-    @inline(__always)
-    private mutating func putResidual(_ r: Int64, _ table: BinaryTable) {
-        let (symbol, extra, bits) = BinaryPrediction.residualSymbol(r)
-        coder.put(symbol, table)
-        if bits <= RANSConstants.maxRawBits {
-            coder.putBits(extra, bits)
-        } else {
-            coder.putWideBits(extra, bits)
-        }
+        context.setTime(t, frame: frame)
+        return symbol
     }
 
     private mutating func putStrokeDelta(_ s: StrokeID, _ context: StrokeContext) {

@@ -7,18 +7,20 @@ public struct StrokeContext: Hashable, Sendable {
     public static let rememberedPoints = 3
 
     /// Time of the author's previous command (0 before any).
-    public var timeMs: UInt64 = 0
+    public private(set) var timeMs: UInt64 = 0
+    /// Its 60 Hz frame when it lies on the frame grid, else `UInt64.max` (derived from timeMs).
+    private(set) var frame: UInt64 = 0
     /// The stroke of the author's previous point (0 before any).
-    public var stroke: StrokeID = StrokeID(0)
+    public internal(set) var stroke: StrokeID = StrokeID(0)
     /// Its tool.
-    public var tool: Tool = .pen
+    public internal(set) var tool: Tool = .pen
     /// True while that stroke has not ended (its last point was not `end`).
-    public var isOpen = false
+    public internal(set) var isOpen = false
     /// How many of its points `xs`/`ys` hold (0...3); 0 before any point.
-    public var count = 0
+    public internal(set) var count = 0
     /// Its last points, newest first. Index 0 is also the pen position a new stroke starts from.
-    public var xs: (Int32, Int32, Int32) = (0, 0, 0)
-    public var ys: (Int32, Int32, Int32) = (0, 0, 0)
+    public internal(set) var xs: (Int32, Int32, Int32) = (0, 0, 0)
+    public internal(set) var ys: (Int32, Int32, Int32) = (0, 0, 0)
 
     public static let initial = StrokeContext()
 
@@ -35,6 +37,20 @@ public struct StrokeContext: Hashable, Sendable {
         h.combine(count)
         h.combine(xs.0)
         h.combine(ys.0)
+    }
+
+    /// Records a command's time.
+    @inline(__always)
+    mutating func setTime(_ t: UInt64) {
+        timeMs = t
+        frame = BinaryPrediction.isOnGrid(t) ? BinaryPrediction.frame(t) : UInt64.max
+    }
+
+    /// Records a command's time given as a grid frame (whose time is below the grid limit).
+    @inline(__always)
+    mutating func setTime(_ t: UInt64, frame f: UInt64) {
+        timeMs = t
+        frame = f
     }
 
     /// Records a point. `continues` says whether it extends the remembered stroke.
@@ -70,25 +86,37 @@ public struct BinaryCodecState: Sendable {
     /// do the same, so they stay in step).
     public static let maxAuthors = 1024
 
-    public private(set) var lastAuthor: AuthorID?
-    private var contexts: [AuthorID: StrokeContext] = [:]
+    /// The last batch's author and context, kept outside the table (the common case).
+    private var current: (author: AuthorID, context: StrokeContext)?
+    /// Every other author's context.
+    private var others: [AuthorID: StrokeContext] = [:]
 
     public init() {}
 
+    public var lastAuthor: AuthorID? { current?.author }
+
     public func context(of author: AuthorID) -> StrokeContext {
-        contexts[author] ?? .initial
+        if let current, current.author == author { return current.context }
+        return others[author] ?? .initial
     }
 
     mutating func reset() {
-        lastAuthor = nil
-        contexts.removeAll()
+        current = nil
+        others.removeAll()
     }
 
     mutating func commit(_ context: StrokeContext, author: AuthorID) {
-        if contexts[author] == nil && contexts.count >= BinaryCodecState.maxAuthors {
-            contexts.removeAll()
+        if let previous = current {
+            if previous.author == author {
+                current!.context = context
+                return
+            }
+            if others[previous.author] == nil && others.count + 1 >= BinaryCodecState.maxAuthors {
+                others.removeAll()
+            }
+            others[previous.author] = previous.context
         }
-        contexts[author] = context
-        lastAuthor = author
+        others[author] = nil
+        current = (author, context)
     }
 }

@@ -9,7 +9,7 @@ struct BinaryTable: Sendable {
     let base: Int
 
     static let headerAlphabet = 4
-    static let kindAlphabet = 16
+    static let kindAlphabet = 20
     static let timeAlphabet = 32
     static let residualAlphabet = 124
     static let residualCount = 20
@@ -18,13 +18,13 @@ struct BinaryTable: Sendable {
     static let header = BinaryTable(id: 0, base: 0)
     /// `kind(open:)`: whether the author's current stroke is open (has not ended).
     static func kind(open: Bool) -> BinaryTable {
-        open ? BinaryTable(id: 1, base: 4) : BinaryTable(id: 2, base: 20)
+        open ? BinaryTable(id: 1, base: 4) : BinaryTable(id: 2, base: 24)
     }
     /// `time(group)`: 0 move, 1 end, 2 other point, 3 any other command.
-    static func time(_ group: Int) -> BinaryTable { BinaryTable(id: 3 + group, base: 36 + 32 * group) }
+    static func time(_ group: Int) -> BinaryTable { BinaryTable(id: 3 + group, base: 44 + 32 * group) }
     /// Residual tables: 0 and 1 code a stroke's first point (x, y); then per remembered point
     /// count n in 1...3 and time class c in 0...2, table 2 + ((n - 1) * 3 + c) * 2 + (0 x, 1 y).
-    static func residual(_ index: Int) -> BinaryTable { BinaryTable(id: 7 + index, base: 164 + 124 * index) }
+    static func residual(_ index: Int) -> BinaryTable { BinaryTable(id: 7 + index, base: 172 + 124 * index) }
 }
 
 /// Encoder view of one symbol: ryg's reciprocal form, so encoding needs no division.
@@ -52,8 +52,11 @@ final class BinaryModel: @unchecked Sendable {
     let start: UnsafeMutablePointer<UInt16>
     let freq: UnsafeMutablePointer<UInt16>
     let enc: UnsafeMutablePointer<RANSEncSymbol>
-    /// Per table, `total` entries: the symbol owning each slot.
+    /// Per table, `total` entries, one per slot: the symbol owning the slot. One byte a slot
+    /// keeps the hot tables in the L1 cache.
     let lut: UnsafeMutablePointer<UInt8>
+    /// Per global symbol: frequency (bits 0-15) and start (bits 16-31), one load for the decoder.
+    let freqStart: UnsafeMutablePointer<UInt32>
 
     private init() {
         let rows: [[UInt16]] = BinaryTables.header + BinaryTables.kind + BinaryTables.time + BinaryTables.residual
@@ -73,6 +76,7 @@ final class BinaryModel: @unchecked Sendable {
         start = .allocate(capacity: n)
         freq = .allocate(capacity: n)
         enc = .allocate(capacity: n)
+        freqStart = .allocate(capacity: n)
         lut = .allocate(capacity: rows.count * Int(BinaryModel.total))
         let scale = BinaryModel.scaleBits
         let l = RANSConstants.lowerBound
@@ -84,6 +88,7 @@ final class BinaryModel: @unchecked Sendable {
                 let g = base[t] + s
                 start[g] = UInt16(cumulative)
                 freq[g] = f16
+                freqStart[g] = f | cumulative << 16
                 for slot in cumulative..<(cumulative + f) {
                     lut[t * Int(BinaryModel.total) + Int(slot)] = UInt8(s)
                 }

@@ -13,40 +13,67 @@ enum RANSConstants {
     static let lowerBound: UInt32 = 1 << 23
     /// The state an encoder starts from and a decoder must end in.
     static let initialState: UInt64 = 1
-    /// Raw bits are put at most this many at a time.
-    static let maxRawBits = 16
+    /// Raw bits are put at most this many at a time (the state keeps at least 31 - 23 = 8).
+    static let maxRawBits = 23
 }
 
 /// Collects the operations of one batch in decoding order, then codes them backwards.
-struct RANSEncoder {
-    /// An op is a global symbol index, or (rawFlag | count << 16 | value) for raw bits.
-    private var ops: [UInt64] = []
-    private var emitted: [UInt8] = []
+/// A class only to own its scratch buffers; one per `BinaryBatchEncoder`, never shared.
+final class RANSEncoder {
+    /// An op is a global symbol index, or (rawFlag | count << 32 | value) for raw bits.
+    private var ops: UnsafeMutablePointer<UInt64>
+    private var opCount = 0
+    private var opCapacity: Int
+    /// Bytes are emitted backwards from the end of this buffer (each op emits at most 3).
+    private var emitted: UnsafeMutablePointer<UInt8>
+    private var emittedCapacity: Int
     private static let rawFlag: UInt64 = 1 << 63
 
     init() {
-        ops.reserveCapacity(1024)
-        emitted.reserveCapacity(1024)
+        opCapacity = 1024
+        ops = .allocate(capacity: opCapacity)
+        emittedCapacity = 3 * opCapacity + 8
+        emitted = .allocate(capacity: emittedCapacity)
     }
 
-    mutating func reset() {
-        ops.removeAll(keepingCapacity: true)
+    deinit {
+        ops.deallocate()
+        emitted.deallocate()
+    }
+
+    func reset() {
+        opCount = 0
     }
 
     @inline(__always)
-    mutating func put(_ symbol: Int, _ table: BinaryTable) {
-        ops.append(UInt64(table.base &+ symbol))
+    private func append(_ op: UInt64) {
+        if opCount == opCapacity { grow() }
+        ops[opCount] = op
+        opCount &+= 1
     }
 
-    /// Puts `count` (0...16) raw bits of `value`.
+    private func grow() {
+        let bigger = UnsafeMutablePointer<UInt64>.allocate(capacity: opCapacity * 2)
+        bigger.update(from: ops, count: opCount)
+        ops.deallocate()
+        ops = bigger
+        opCapacity *= 2
+    }
+
     @inline(__always)
-    mutating func putBits(_ value: UInt64, _ count: Int) {
+    func put(_ symbol: Int, _ table: BinaryTable) {
+        append(UInt64(table.base &+ symbol))
+    }
+
+    /// Puts `count` (0...23) raw bits of `value`.
+    @inline(__always)
+    func putBits(_ value: UInt64, _ count: Int) {
         if count == 0 { return }
-        ops.append(RANSEncoder.rawFlag | UInt64(count) << 16 | (value & ((1 << UInt64(count)) - 1)))
+        append(RANSEncoder.rawFlag | UInt64(count) << 32 | (value & ((1 << UInt64(count)) - 1)))
     }
 
     /// Puts any number (0...64) of raw bits, most significant chunk first.
-    mutating func putWideBits(_ value: UInt64, _ count: Int) {
+    func putWideBits(_ value: UInt64, _ count: Int) {
         var remaining = count
         while remaining > 0 {
             let k = min(RANSConstants.maxRawBits, remaining)
@@ -56,58 +83,60 @@ struct RANSEncoder {
     }
 
     /// Puts an unsigned integer: its bit length in 7 raw bits, then the bits below its top bit.
-    mutating func putUInt(_ value: UInt64) {
+    func putUInt(_ value: UInt64) {
         let length = 64 - value.leadingZeroBitCount
         putBits(UInt64(length), 7)
         if length > 1 { putWideBits(value, length - 1) }
     }
 
     /// Codes the collected ops and appends the batch's bytes to `out`.
-    mutating func finish(into out: inout [UInt8]) {
-        emitted.removeAll(keepingCapacity: true)
-        let model = BinaryModel.shared
-        let enc = model.enc
+    func finish(into out: inout [UInt8]) {
+        if emittedCapacity < 3 * opCount + 8 {
+            emitted.deallocate()
+            emittedCapacity = 3 * opCapacity + 8
+            emitted = .allocate(capacity: emittedCapacity)
+        }
+        let enc = BinaryModel.shared.enc
+        let ops = self.ops
+        let emitted = self.emitted
+        var position = emittedCapacity
         var x = UInt32(RANSConstants.initialState)
-        ops.withUnsafeBufferPointer { ops in
-            var i = ops.count
-            while i > 0 {
-                i -= 1
-                let op = ops[i]
-                if op & RANSEncoder.rawFlag != 0 {
-                    let k = UInt32(truncatingIfNeeded: op >> 16) & 0x1F
-                    let xMax: UInt32 = 1 << (31 - k)
-                    while x >= xMax {
-                        emitted.append(UInt8(truncatingIfNeeded: x))
-                        x >>= 8
-                    }
-                    x = (x << k) | UInt32(truncatingIfNeeded: op & 0xFFFF)
-                } else {
-                    let s = enc[Int(op)]
-                    while x >= s.xMax {
-                        emitted.append(UInt8(truncatingIfNeeded: x))
-                        x >>= 8
-                    }
-                    let q = UInt32(truncatingIfNeeded: (UInt64(x) &* UInt64(s.rcpFreq)) >> 32) >> s.rcpShift
-                    x = x &+ s.bias &+ q &* s.cmplFreq
+        var i = opCount
+        while i > 0 {
+            i &-= 1
+            let op = ops[i]
+            if op & RANSEncoder.rawFlag != 0 {
+                let k = UInt32(truncatingIfNeeded: op >> 32) & 0x1F
+                let xMax: UInt32 = 1 << (31 - k)
+                while x >= xMax {
+                    position &-= 1
+                    emitted[position] = UInt8(truncatingIfNeeded: x)
+                    x >>= 8
                 }
+                x = (x << k) | UInt32(truncatingIfNeeded: op)
+            } else {
+                let s = enc[Int(truncatingIfNeeded: op)]
+                while x >= s.xMax {
+                    position &-= 1
+                    emitted[position] = UInt8(truncatingIfNeeded: x)
+                    x >>= 8
+                }
+                let q = UInt32(truncatingIfNeeded: (UInt64(x) &* UInt64(s.rcpFreq)) >> 32) >> s.rcpShift
+                x = x &+ s.bias &+ q &* s.cmplFreq
             }
         }
         // The final state (< 2^31), big-endian: 4 bytes when bytes follow, else as few as needed.
         var stateBytes = 4
-        if emitted.isEmpty {
+        if position == emittedCapacity {
             stateBytes = 1
             while stateBytes < 4 && x >> (8 * UInt32(stateBytes)) != 0 { stateBytes += 1 }
         }
-        var shift = 8 * (stateBytes - 1)
-        while shift >= 0 {
-            out.append(UInt8(truncatingIfNeeded: x >> UInt32(shift)))
-            shift -= 8
+        for _ in 0..<stateBytes {
+            position &-= 1
+            emitted[position] = UInt8(truncatingIfNeeded: x)
+            x >>= 8
         }
-        var j = emitted.count
-        while j > 0 {
-            j -= 1
-            out.append(emitted[j])
-        }
+        out.append(contentsOf: UnsafeBufferPointer(start: emitted + position, count: emittedCapacity - position))
     }
 }
 
@@ -117,12 +146,15 @@ struct RANSDecoder {
     private var x: UInt64
     private let bytes: UnsafeRawBufferPointer
     private var position: Int
-    private let model = BinaryModel.shared
+    private let lut: UnsafeMutablePointer<UInt8>
+    private let freqStart: UnsafeMutablePointer<UInt32>
 
     /// Nil when `bytes` is empty or its state is one no encoder produces.
     init?(_ bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return nil }
         self.bytes = bytes
+        lut = BinaryModel.shared.lut
+        freqStart = BinaryModel.shared.freqStart
         let stateBytes = bytes.count <= 4 ? bytes.count : 4
         var x: UInt64 = 0
         for i in 0..<stateBytes { x = x << 8 | UInt64(bytes[i]) }
@@ -143,14 +175,14 @@ struct RANSDecoder {
     @inline(__always)
     mutating func get(_ table: BinaryTable) -> Int {
         let slot = Int(truncatingIfNeeded: x) & Int(BinaryModel.total - 1)
-        let symbol = Int(model.lut[table.id &* Int(BinaryModel.total) &+ slot])
-        let g = table.base &+ symbol
-        x = UInt64(model.freq[g]) &* (x >> UInt64(BinaryModel.scaleBits)) &+ UInt64(slot) &- UInt64(model.start[g])
+        let symbol = Int(truncatingIfNeeded: lut[table.id &* Int(BinaryModel.total) &+ slot])
+        let fs = UInt64(freqStart[table.base &+ symbol])
+        x = (fs & 0xFFFF) &* (x >> UInt64(BinaryModel.scaleBits)) &+ UInt64(slot) &- (fs >> 16)
         renormalise()
         return symbol
     }
 
-    /// Reads `count` (0...16) raw bits.
+    /// Reads `count` (0...23) raw bits.
     @inline(__always)
     mutating func getBits(_ count: Int) -> UInt64 {
         if count == 0 { return 0 }

@@ -1,0 +1,200 @@
+import Foundation
+import InkCodec
+
+/// `inkwire-bench codec --trace PATH [--runs 7] [--repeat N] [--window-ms 60]`
+///
+/// Cuts the trace into the 60 ms batches a live sender produces (one author), encodes each
+/// with its own codec header (no transport header) and decodes it back. Speed: the whole trace
+/// encoded (decoded) `repeat` times per run, median of `runs` runs, one thread, timed by the thread's CPU
+/// clock (the machine may be shared).
+/// Prints one JSON line, then a short table.
+func runCodecBench(_ arguments: [String]) -> Never {
+    var tracePath = ""
+    var runs = 7
+    var repeats = 0
+    var window = Batch.liveFlushMs
+    var i = 0
+    while i < arguments.count {
+        let value = i + 1 < arguments.count ? arguments[i + 1] : ""
+        switch arguments[i] {
+        case "--trace": tracePath = value
+        case "--runs": runs = max(1, Int(value) ?? 0)
+        case "--repeat": repeats = max(1, Int(value) ?? 0)
+        case "--window-ms": window = max(1, UInt64(value) ?? 0)
+        default: codecUsage("unknown argument \(arguments[i])")
+        }
+        i += 2
+    }
+    guard !tracePath.isEmpty else { codecUsage("--trace PATH is required") }
+    guard let data = FileManager.default.contents(atPath: tracePath) else { codecUsage("cannot read \(tracePath)") }
+    let text = [UInt8](data)
+    let trace = loadTrace(text)
+    let commands = trace.commands
+    let points = commands.reduce(0) { n, c in if case .point = c.command { n + 1 } else { n } }
+    let batches = Batch.cut(commands, author: AuthorID(1), windowMs: window)
+    if repeats == 0 { repeats = max(1, 20_000_000 / max(points, 1)) }
+
+    // One encode pass, kept for decoding and sizes.
+    var encoder = BinaryBatchEncoder()
+    var encoded: [UInt8] = []
+    var ends: [Int] = []
+    do {
+        var state = BinaryCodecState()
+        for batch in batches {
+            try encoder.encode(batch, state: &state, into: &encoded)
+            ends.append(encoded.count)
+        }
+    } catch {
+        codecUsage("encode failed: \(error)")
+    }
+
+    // Correctness: decode everything and compare.
+    var decoded: [TimedCommand] = []
+    decoded.reserveCapacity(commands.count)
+    var maxError: Int64 = 0
+    var mismatches = 0
+    encoded.withUnsafeBytes { all in
+        var state = BinaryCodecState()
+        var start = 0
+        for end in ends {
+            do {
+                _ = try BinaryBatchDecoder.decode(UnsafeRawBufferPointer(rebasing: all[start..<end]), state: &state, into: &decoded)
+            } catch {
+                codecUsage("decode failed: \(error)")
+            }
+            start = end
+        }
+    }
+    if decoded.count != commands.count { mismatches += abs(decoded.count - commands.count) }
+    for (a, b) in zip(commands, decoded) {
+        if a != b { mismatches += 1 }
+        if case .point(let p) = a.command, case .point(let q) = b.command {
+            maxError = max(maxError, abs(Int64(p.x) - Int64(q.x)), abs(Int64(p.y) - Int64(q.y)))
+        }
+    }
+
+    // Speed.
+    var encodeTimes: [Double] = []
+    var scratch: [UInt8] = []
+    scratch.reserveCapacity(encoded.count + 64)
+    for _ in 0..<runs {
+        let t0 = threadCPUSeconds()
+        for _ in 0..<repeats {
+            scratch.removeAll(keepingCapacity: true)
+            var state = BinaryCodecState()
+            for batch in batches { _ = try? encoder.encode(batch, state: &state, into: &scratch) }
+        }
+        encodeTimes.append(threadCPUSeconds() - t0)
+    }
+    var decodeTimes: [Double] = []
+    var sink: [TimedCommand] = []
+    sink.reserveCapacity(commands.count)
+    encoded.withUnsafeBytes { all in
+        for _ in 0..<runs {
+            let t0 = threadCPUSeconds()
+            for _ in 0..<repeats {
+                sink.removeAll(keepingCapacity: true)
+                var state = BinaryCodecState()
+                var start = 0
+                for end in ends {
+                    _ = try? BinaryBatchDecoder.decode(UnsafeRawBufferPointer(rebasing: all[start..<end]), state: &state, into: &sink)
+                    start = end
+                }
+            }
+            decodeTimes.append(threadCPUSeconds() - t0)
+        }
+    }
+    let encodeSeconds = median(encodeTimes)
+    let decodeSeconds = median(decodeTimes)
+    let encodeMpts = Double(points * repeats) / encodeSeconds / 1e6
+    let decodeMpts = Double(points * repeats) / decodeSeconds / 1e6
+    let bytesPerPoint = Double(encoded.count) / Double(max(points, 1))
+    let legacyPerPoint = Double(trace.legacyBytes) / Double(max(points, 1))
+
+    let json: [(String, String)] = [
+        ("bench", "\"codec\""),
+        ("trace", "\"\(tracePath)\""),
+        ("points", "\(points)"),
+        ("commands", "\(commands.count)"),
+        ("batches", "\(batches.count)"),
+        ("legacy_bytes", "\(trace.legacyBytes)"),
+        ("encoded_bytes", "\(encoded.count)"),
+        ("bytes_per_point", fixed(bytesPerPoint, 3)),
+        ("legacy_bytes_per_point", fixed(legacyPerPoint, 3)),
+        ("encode_mpts", fixed(encodeMpts, 2)),
+        ("decode_mpts", fixed(decodeMpts, 2)),
+        ("max_error", "\(maxError)"),
+        ("mismatches", "\(mismatches)"),
+        ("clock", "\"thread_cpu\""),
+        ("runs", "\(runs)"),
+        ("repeat", "\(repeats)"),
+    ]
+    print("{" + json.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
+    print("")
+    print("codec bench: \(tracePath), \(batches.count) live batches of \(window) ms, one author")
+    print("  points            \(points) (\(commands.count) commands)")
+    print("  legacy            \(trace.legacyBytes) B  \(fixed(legacyPerPoint, 2)) B/point (payload + 6-byte frame header)")
+    print("  binary            \(encoded.count) B  \(fixed(bytesPerPoint, 3)) B/point   target <= 3.0")
+    print("  encode            \(fixed(encodeMpts, 2)) Mpoints/s   target >= 20")
+    print("  decode            \(fixed(decodeMpts, 2)) Mpoints/s   target >= 20")
+    print("  max error         \(maxError) millionths, \(mismatches) commands differ")
+    exit(maxError == 0 && mismatches == 0 ? 0 : 1)
+}
+
+/// CPU time of the calling thread: "one core" even when other processes share the machine.
+private func threadCPUSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+private func median(_ values: [Double]) -> Double {
+    let s = values.sorted()
+    return s[s.count / 2]
+}
+
+private func fixed(_ v: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", v) }
+
+private func codecUsage(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("inkwire-bench codec: \(message)\nusage: inkwire-bench codec --trace PATH [--runs N] [--repeat N] [--window-ms MS]\n".utf8))
+    exit(2)
+}
+
+/// The trace as one author's commands, and what the legacy app spends on it (payload plus the
+/// 6-byte frame header per command).
+private func loadTrace(_ text: [UInt8]) -> (commands: [TimedCommand], legacyBytes: Int) {
+    var out: [TimedCommand] = []
+    var legacyBytes = 0
+    var stroke: UInt32 = 0
+    for line in text.split(separator: UInt8(ascii: "\n")) {
+        let fields = line.split(separator: UInt8(ascii: ","))
+        guard fields.count >= 2, let comma = line.firstIndex(of: UInt8(ascii: ",")) else { codecUsage("bad trace line") }
+        legacyBytes += line.endIndex - comma - 1 + 6
+        let t = UInt64(decimal(fields[0]))
+        switch decimal(fields[1]) {
+        case 1, 2:
+            guard fields.count == 5, let phase = StrokePhase(rawValue: UInt8(decimal(fields[4]))) else { codecUsage("bad point") }
+            if phase == .start { stroke += 1 }
+            let p = StrokePoint(stroke: StrokeID(stroke), tool: decimal(fields[1]) == 1 ? .pen : .eraser, phase: phase,
+                                x: Int32(decimal(fields[2])), y: Int32(decimal(fields[3])))
+            out.append(TimedCommand(timeMs: t, command: .point(p)))
+        case 3:
+            guard let style = PenStyle(color: UInt8(decimal(fields[2])), width: UInt8(decimal(fields[3]))) else { codecUsage("bad pen") }
+            out.append(TimedCommand(timeMs: t, command: .penStyle(style)))
+        case 4: out.append(TimedCommand(timeMs: t, command: .undo(StrokeID(stroke))))
+        case 5: out.append(TimedCommand(timeMs: t, command: .redo(StrokeID(stroke))))
+        default: out.append(TimedCommand(timeMs: t, command: .clear))
+        }
+    }
+    return (out, legacyBytes)
+}
+
+/// Digits of a decimal with optional sign and dot ("0.266667" -> 266667, "-0.5" -> -5).
+private func decimal(_ s: ArraySlice<UInt8>) -> Int64 {
+    var v: Int64 = 0
+    var negative = false
+    for c in s {
+        if c == UInt8(ascii: "-") { negative = true } else if c != UInt8(ascii: ".") { v = v * 10 + Int64(c) - 48 }
+    }
+    return negative ? -v : v
+}
