@@ -1,0 +1,234 @@
+import InkStore
+import InkUV
+
+/// Bounds that keep one daemon's memory and CPU predictable; all reloadable on SIGHUP.
+public struct DaemonLimits: Sendable, Equatable {
+    public var maxSessions = 4096
+    public var maxRooms = 1024
+    public var maxMembersPerRoom = 256
+    /// Largest datagram read from a peer; larger ones are dropped and counted.
+    public var maxDatagramBytes = 1400
+    /// Largest native TCP frame; a larger announced length closes the connection.
+    public var maxFrameBytes = 1 << 20
+    /// New native sessions one source address may open per second (token bucket).
+    public var newSessionsPerSecond = 20
+    public var shutdownTimeoutMs: UInt64 = 5000
+    /// The app's own heartbeat interval and silent-peer timeout.
+    public var legacyHeartbeatMs: UInt64 = 3000
+    public var legacyTimeoutMs: UInt64 = 9000
+
+    public static let defaults = DaemonLimits()
+    public init() {}
+}
+
+/// One `--legacy HOST:PORT=ROOM` listener.
+public struct LegacyBinding: Sendable, Equatable {
+    public var address: SocketAddress
+    public var room: String
+}
+
+/// What `inkwired` was asked to do.
+public struct DaemonConfig: Sendable, Equatable {
+    public var udp: [SocketAddress] = [SocketAddress("[::]:\(ConfigFlag.defaultPort)")!]
+    public var tcp: [SocketAddress] = [SocketAddress("[::]:\(ConfigFlag.defaultPort)")!]
+    public var legacy: [LegacyBinding] = []
+    public var dataDir = ConfigFlag.defaultDataDir
+    public var durability = Durability.batch
+    public var retain = Retention.board
+    public var tokenSecretFile: String?
+    public var metrics: SocketAddress?
+    public var logLevel = LogLevel.info
+    public var configFile: String?
+    public var limits = DaemonLimits()
+    public var checkOnly = false
+    public var showVersion = false
+    public var showHelp = false
+
+    public init() {}
+}
+
+/// A setting that cannot be used, with the flag it came from.
+public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+extension DaemonConfig {
+    /// Longest room name accepted on the command line (the store's bound).
+    public static let maxRoomNameBytes = StoreLimits.maxRoomNameBytes
+
+    /// Reads flags over the `--config` file over the environment over defaults.
+    /// `readFile` returns a file's text or nil (injected so tests need no files).
+    public static func parse(
+        arguments: [String], environment: [String: String], readFile: (String) -> String?
+    ) throws(ConfigError) -> DaemonConfig {
+        let fromFlags = try flagValues(arguments)
+        var values = environmentValues(environment)
+        let configPath = fromFlags["config"]?.last ?? values["config"]?.last
+        if let configPath {
+            guard let text = readFile(configPath) else { throw ConfigError("--config \(configPath): cannot read the file") }
+            for (key, value) in try fileValues(text, path: configPath) { values[key] = value }
+        }
+        for (key, value) in fromFlags { values[key] = value }
+        return try build(values)
+    }
+
+    /// `--name value`, `--name=value` and switches, in order; repeatable ones accumulate.
+    static func flagValues(_ arguments: [String]) throws(ConfigError) -> [String: [String]] {
+        var values: [String: [String]] = [:]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            guard argument.hasPrefix("--"), argument.count > 2 else {
+                throw ConfigError("unexpected argument '\(argument)' (see --help)")
+            }
+            var name = String(argument.dropFirst(2))
+            var inline: String?
+            if let equals = name.firstIndex(of: "=") {
+                inline = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            guard let flag = ConfigFlag.named(name) else { throw ConfigError("unknown option --\(name) (see --help)") }
+            let value: String
+            if flag.value == nil {
+                guard inline == nil else { throw ConfigError("--\(name) takes no value") }
+                value = "true"
+            } else if let inline {
+                value = inline
+            } else {
+                guard index < arguments.count else { throw ConfigError("--\(name) needs a value \(flag.value!)") }
+                value = arguments[index]
+                index += 1
+            }
+            if flag.repeatable { values[name, default: []].append(value) } else { values[name] = [value] }
+        }
+        return values
+    }
+
+    static func environmentValues(_ environment: [String: String]) -> [String: [String]] {
+        var values: [String: [String]] = [:]
+        for flag in ConfigFlag.all where flag.value != nil {
+            guard let text = environment[flag.environmentName], !text.isEmpty else { continue }
+            values[flag.name] = split(text, flag)
+        }
+        return values
+    }
+
+    /// `INKWIRE_NAME=value` lines; blank lines and `#` comments skipped, values may be quoted.
+    static func fileValues(_ text: String, path: String) throws(ConfigError) -> [String: [String]] {
+        var values: [String: [String]] = [:]
+        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingSpaces()
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw ConfigError("\(path):\(number + 1): expected INKWIRE_NAME=value")
+            }
+            let key = String(line[..<equals])
+            var value = String(line[line.index(after: equals)...])
+            if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
+                value = String(value.dropFirst().dropLast())
+            }
+            guard let flag = ConfigFlag.all.first(where: { $0.environmentName == key && $0.value != nil }) else {
+                throw ConfigError("\(path):\(number + 1): unknown setting \(key)")
+            }
+            values[flag.name] = value.isEmpty ? nil : split(value, flag)
+        }
+        return values
+    }
+
+    private static func split(_ text: String, _ flag: ConfigFlag) -> [String] {
+        flag.repeatable ? text.split(separator: ",").map { String($0).trimmingSpaces() }.filter { !$0.isEmpty } : [text]
+    }
+
+    static func build(_ values: [String: [String]]) throws(ConfigError) -> DaemonConfig {
+        var config = DaemonConfig()
+        func one(_ name: String) -> String? { values[name]?.last }
+        if one("help") != nil { config.showHelp = true }
+        if one("version") != nil { config.showVersion = true }
+        if one("check-config") != nil { config.checkOnly = true }
+        if let list = values["udp"] { config.udp = try addresses(list, flag: "udp") }
+        if let list = values["tcp"] { config.tcp = try addresses(list, flag: "tcp") }
+        if let list = values["legacy"] {
+            config.legacy = []
+            for text in list { config.legacy.append(try legacyBinding(text)) }
+        }
+        if let dir = one("data-dir") {
+            guard !dir.isEmpty else { throw ConfigError("--data-dir must not be empty") }
+            config.dataDir = dir
+        }
+        if let text = one("durability") {
+            guard let mode = Durability(rawValue: text) else {
+                throw ConfigError("--durability '\(text)': expected always, batch or off")
+            }
+            config.durability = mode
+        }
+        if let text = one("retain") {
+            switch text {
+            case "full": config.retain = .full
+            case "board": config.retain = .board
+            default: throw ConfigError("--retain '\(text)': expected full or board")
+            }
+        }
+        config.tokenSecretFile = one("token-secret-file")
+        if let text = one("metrics"), text != "off" { config.metrics = try address(text, flag: "metrics") }
+        if let text = one("log-level") {
+            guard let level = LogLevel(parsing: text) else {
+                throw ConfigError("--log-level '\(text)': expected one of \(LogLevel.acceptedNames)")
+            }
+            config.logLevel = level
+        }
+        config.configFile = one("config")
+        var limits = DaemonLimits()
+        limits.maxSessions = try number(one("max-sessions"), "max-sessions", 1...1_000_000, limits.maxSessions)
+        limits.maxRooms = try number(one("max-rooms"), "max-rooms", 1...StoreLimits().maxRooms, limits.maxRooms)
+        limits.maxMembersPerRoom = try number(one("max-members"), "max-members", 1...65_536, limits.maxMembersPerRoom)
+        limits.maxDatagramBytes = try number(one("max-datagram"), "max-datagram", 64...65_507, limits.maxDatagramBytes)
+        limits.maxFrameBytes = try number(one("max-frame"), "max-frame", 64...(64 << 20), limits.maxFrameBytes)
+        limits.newSessionsPerSecond = try number(one("new-sessions-per-second"), "new-sessions-per-second", 1...100_000, limits.newSessionsPerSecond)
+        limits.shutdownTimeoutMs = UInt64(try number(one("shutdown-timeout-ms"), "shutdown-timeout-ms", 100...600_000, Int(limits.shutdownTimeoutMs)))
+        limits.legacyHeartbeatMs = UInt64(try number(one("legacy-heartbeat-ms"), "legacy-heartbeat-ms", 10...600_000, Int(limits.legacyHeartbeatMs)))
+        limits.legacyTimeoutMs = UInt64(try number(one("legacy-timeout-ms"), "legacy-timeout-ms", 10...3_600_000, Int(limits.legacyTimeoutMs)))
+        config.limits = limits
+        return config
+    }
+
+    private static func number(_ text: String?, _ flag: String, _ range: ClosedRange<Int>, _ fallback: Int) throws(ConfigError) -> Int {
+        guard let text else { return fallback }
+        guard let value = Int(text), range.contains(value) else {
+            throw ConfigError("--\(flag) '\(text)': expected a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+
+    private static func address(_ text: String, flag: String) throws(ConfigError) -> SocketAddress {
+        do { return try SocketAddress.parse(text) } catch { throw ConfigError("--\(flag): \(error)") }
+    }
+
+    private static func addresses(_ list: [String], flag: String) throws(ConfigError) -> [SocketAddress] {
+        if list == ["off"] { return [] }
+        var out: [SocketAddress] = []
+        for text in list { out.append(try address(text, flag: flag)) }
+        return out
+    }
+
+    private static func legacyBinding(_ text: String) throws(ConfigError) -> LegacyBinding {
+        guard let equals = text.firstIndex(of: "=") else { throw ConfigError("--legacy '\(text)': expected HOST:PORT=ROOM") }
+        let room = String(text[text.index(after: equals)...])
+        guard !room.isEmpty, room.utf8.count <= maxRoomNameBytes,
+              room.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }) else {
+            throw ConfigError("--legacy '\(text)': ROOM must be 1 to \(maxRoomNameBytes) bytes without control characters")
+        }
+        return LegacyBinding(address: try address(String(text[..<equals]), flag: "legacy"), room: room)
+    }
+}
+
+extension StringProtocol {
+    func trimmingSpaces() -> String {
+        var scalars = Substring(self).unicodeScalars[...]
+        while let first = scalars.first, first == " " || first == "\t" || first == "\r" { scalars.removeFirst() }
+        while let last = scalars.last, last == " " || last == "\t" || last == "\r" { scalars.removeLast() }
+        return String(String.UnicodeScalarView(scalars))
+    }
+}

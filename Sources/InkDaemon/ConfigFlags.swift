@@ -1,0 +1,92 @@
+/// Every setting of `inkwired`: its flag, its `INKWIRE_*` environment name, its help line.
+/// One table drives parsing, `--help` and the man page, so they cannot disagree.
+public struct ConfigFlag: Sendable {
+    /// Flag name without the dashes (`udp` for `--udp`).
+    public let name: String
+    /// Placeholder in help (`HOST:PORT`); nil for switches that take no value.
+    public let value: String?
+    public let help: String
+    /// May be given several times (environment and config file: comma-separated).
+    public let repeatable: Bool
+    /// Applied again on SIGHUP from the `--config` file.
+    public let reloadable: Bool
+    /// Left out of `--help` (test knobs).
+    public let hidden: Bool
+
+    init(_ name: String, _ value: String?, _ help: String, repeatable: Bool = false, reloadable: Bool = false, hidden: Bool = false) {
+        self.name = name
+        self.value = value
+        self.help = help
+        self.repeatable = repeatable
+        self.reloadable = reloadable
+        self.hidden = hidden
+    }
+
+    /// `INKWIRE_DATA_DIR` for `data-dir`.
+    public var environmentName: String {
+        "INKWIRE_" + String(name.uppercased().map { $0 == "-" ? "_" : $0 })
+    }
+
+    /// Default ports, documented in --help and README: one number for UDP and TCP.
+    public static let defaultPort: UInt16 = 7420
+    public static let defaultUDP = "[::]:7420"
+    public static let defaultTCP = "[::]:7420"
+    public static let defaultDataDir = "./inkwire-data"
+
+    public static let all: [ConfigFlag] = [
+        ConfigFlag("udp", "HOST:PORT", "native UDP (ARQ) listener; port 0 picks one; 'off' disables (default \(defaultUDP), IPv4 and IPv6)", repeatable: true),
+        ConfigFlag("tcp", "HOST:PORT", "native TCP listener (length-prefixed frames); 'off' disables (default \(defaultTCP))", repeatable: true),
+        ConfigFlag("legacy", "HOST:PORT=ROOM", "HYWhiteboard listener whose devices join ROOM (default none)", repeatable: true),
+        ConfigFlag("data-dir", "DIR", "room history directory, SQLite (default \(defaultDataDir))"),
+        ConfigFlag("durability", "MODE", "always | batch | off: when a batch counts as durable (default batch)"),
+        ConfigFlag("retain", "WHAT", "full | board: keep every batch, or compact to the board (default board)"),
+        ConfigFlag("token-secret-file", "FILE", "HMAC-SHA256 secret for join tokens; without it rooms are open (reloaded on SIGHUP)", reloadable: true),
+        ConfigFlag("metrics", "HOST:PORT", "serve Prometheus /metrics here (default off)"),
+        ConfigFlag("log-level", "LEVEL", "debug | info | notice | warning | error (default info; reloaded on SIGHUP)", reloadable: true),
+        ConfigFlag("config", "FILE", "file of INKWIRE_NAME=value lines (as deploy/inkwired.env), re-read on SIGHUP"),
+        ConfigFlag("max-sessions", "N", "most native sessions at once (default \(DaemonLimits.defaults.maxSessions))", reloadable: true),
+        ConfigFlag("max-rooms", "N", "most rooms (default \(DaemonLimits.defaults.maxRooms))", reloadable: true),
+        ConfigFlag("max-members", "N", "most members per room (default \(DaemonLimits.defaults.maxMembersPerRoom))", reloadable: true),
+        ConfigFlag("max-datagram", "BYTES", "largest UDP datagram accepted (default \(DaemonLimits.defaults.maxDatagramBytes))", reloadable: true),
+        ConfigFlag("max-frame", "BYTES", "largest native TCP frame accepted (default \(DaemonLimits.defaults.maxFrameBytes))", reloadable: true),
+        ConfigFlag("new-sessions-per-second", "N", "new sessions one source address may open per second (default \(DaemonLimits.defaults.newSessionsPerSecond))", reloadable: true),
+        ConfigFlag("shutdown-timeout-ms", "MS", "longest a graceful stop may take before exiting anyway (default \(DaemonLimits.defaults.shutdownTimeoutMs))"),
+        ConfigFlag("check-config", nil, "validate flags, environment and files, then exit (non-zero on error)"),
+        ConfigFlag("version", nil, "print the version and exit"),
+        ConfigFlag("help", nil, "print this help and exit"),
+        // Test knobs: legacy timing (the app's own values are 3 s and 9 s).
+        ConfigFlag("legacy-heartbeat-ms", "MS", "legacy heartbeat interval", reloadable: true, hidden: true),
+        ConfigFlag("legacy-timeout-ms", "MS", "legacy silent-peer timeout", reloadable: true, hidden: true),
+    ]
+
+    public static func named(_ name: String) -> ConfigFlag? { all.first { $0.name == name } }
+
+    /// The `--help` text.
+    public static func helpText(version: String) -> String {
+        var out = """
+            inkwired \(version): the Inkwire whiteboard relay daemon.
+
+            Usage: inkwired [options]
+            Every option also reads from the environment as INKWIRE_NAME (--data-dir: INKWIRE_DATA_DIR);
+            precedence: flags, then the --config file, then the environment, then defaults.
+            Repeatable options take comma-separated lists in the environment.
+
+            Options:
+
+            """
+        for flag in all where !flag.hidden {
+            var left = "  --\(flag.name)"
+            if let value = flag.value { left += " \(value)" }
+            let pad = max(1, 34 - left.count)
+            out += left + String(repeating: " ", count: pad) + flag.help + "\n"
+        }
+        out += """
+
+            Signals: SIGHUP reloads the token secret, log level and limits; SIGTERM/SIGINT stop gracefully.
+            The daemon logs one logfmt line per event on stderr, and a line with msg="ready" (with the bound
+            addresses) once it accepts traffic.
+
+            """
+        return out
+    }
+}

@@ -1,0 +1,171 @@
+import Glibc
+import InkStore
+import InkUV
+
+/// `inkwired`: one libuv loop moving bytes between sockets, the rooms and the durable log.
+///
+/// Life: `init` opens the store and reopens the rooms; `start` binds (or adopts) every listener,
+/// logs `msg="ready"` with the bound addresses and notifies systemd; `run` drives the loop until
+/// SIGTERM/SIGINT, then `Shutdown` stops accepting, says goodbye, flushes the log and returns 0.
+public final class Daemon {
+    var config: DaemonConfig
+    let arguments: [String]
+    let environment: [String: String]
+    let logger: Logger
+    let loop: EventLoop
+    let notifier: SystemdNotifier
+    let metrics = DaemonMetrics()
+    let store: SQLiteRoomLogStore
+    let hub: RoomHub
+    let legacyContext: LegacyContext
+    var tokenVerifier: TokenVerifier?
+    var legacyListeners: [LegacyListener] = []
+    var udp: [UDPTransport] = []
+    var tcp: [TCPTransport] = []
+    var metricsServer: MetricsServer?
+    var signals: [Signal] = []
+    var housekeeping: LoopTimer?
+    private var wakeup: WakeupFD
+    private var wakeupPoll: Poll?
+    var lastStatus = ""
+    var stopping = false
+    var exitCode: Int32 = 0
+
+    /// How often the loop refreshes STATUS=, gauges and store failures.
+    static let housekeepingMicroseconds: UInt64 = 1_000_000
+
+    public init(config: DaemonConfig, arguments: [String], environment: [String: String], logger: Logger) throws(ConfigError) {
+        self.config = config
+        self.arguments = arguments
+        self.environment = environment
+        self.logger = logger
+        notifier = SystemdNotifier(environment: environment)
+        do { loop = try EventLoop() } catch { throw ConfigError("event loop: \(error)") }
+        tokenVerifier = try Daemon.loadTokenVerifier(config)
+        if let problem = FileSystem.makeDirectories(config.dataDir) { throw ConfigError("--data-dir \(problem)") }
+        guard let wakeup = WakeupFD() else { throw ConfigError("eventfd: \(FileSystem.errnoText())") }
+        self.wakeup = wakeup
+        var options = SQLiteRoomLogStore.Options()
+        options.durability = config.durability
+        options.defaultRetention = config.retain
+        options.limits.maxRooms = max(options.limits.maxRooms, config.limits.maxRooms)
+        options.onDurable = { [wakeup] in wakeup.wake() }
+        let path = config.dataDir + "/" + SQLiteRoomLogStore.fileName
+        do { store = try SQLiteRoomLogStore(path: path, options: options) } catch {
+            throw ConfigError("cannot open the room log \(path): \(error)")
+        }
+        logger.info("room log opened", ["path": path, "durability": config.durability.rawValue, "retain": config.retain])
+        hub = RoomHub(store: store, logger: logger, metrics: metrics, limits: config.limits)
+        hub.reopen()
+        legacyContext = LegacyContext(loop: loop, hub: hub, logger: logger, metrics: metrics, limits: config.limits)
+    }
+
+    static func loadTokenVerifier(_ config: DaemonConfig) throws(ConfigError) -> TokenVerifier? {
+        guard let path = config.tokenSecretFile else { return nil }
+        guard let bytes = FileSystem.read(path, limit: TokenVerifier.maximumSecretBytes + 2) else {
+            throw ConfigError("--token-secret-file \(path): cannot read the file (or it is larger than \(TokenVerifier.maximumSecretBytes) bytes)")
+        }
+        return try TokenVerifier(fileContents: bytes, path: path)
+    }
+
+    /// Binds every listener, then logs the ready line and notifies systemd.
+    public func start() throws(ConfigError) {
+        let activation: SocketActivation?
+        do { activation = try SocketActivation.fromProcessEnvironment(environment) } catch { throw ConfigError("\(error)") }
+        try openListeners(activation: activation)
+        do {
+            let poll = try Poll(loop: loop, fd: wakeup.fd)
+            try poll.start(.readable) { [weak self] _, _ in self?.storeProgressed() }
+            wakeupPoll = poll
+            try installSignals()
+            let timer = try LoopTimer(loop: loop)
+            timer.start(afterMicroseconds: Daemon.housekeepingMicroseconds, repeatingEveryMicroseconds: Daemon.housekeepingMicroseconds) { [weak self] in
+                self?.housekeep()
+            }
+            housekeeping = timer
+            try notifier.startWatchdog(loop: loop)
+        } catch {
+            throw ConfigError("event loop setup: \(error)")
+        }
+        if tokenVerifier == nil {
+            logger.notice("no --token-secret-file: rooms are open, joins need no token")
+        }
+        logReady()
+        notifier.ready(status: statusText())
+    }
+
+    /// Runs until shutdown; returns the exit code.
+    public func run() -> Int32 {
+        loop.run()
+        loop.shutdown()
+        return exitCode
+    }
+
+    /// One `msg="ready"` line with every bound address (`off` for a kind with none), logfmt.
+    func logReady() {
+        func joined(_ list: [String]) -> String { list.isEmpty ? "off" : list.joined(separator: ",") }
+        let legacy = legacyListeners.compactMap { listener in listener.localAddress.map { "\($0)=\(listener.room)" } }
+        // The ready line is the daemon's contract with scripts and tests: never filtered out.
+        let level = logger.level
+        logger.level = .debug
+        defer { logger.level = level }
+        logger.notice("ready", [
+            "udp": joined(udp.compactMap { $0.localAddress?.description }),
+            "tcp": joined(tcp.compactMap { $0.localAddress?.description }),
+            "legacy": joined(legacy),
+            "metrics": metricsServer?.localAddress?.description ?? "off",
+            "version": InkwireVersion.string,
+            "pid": getpid(),
+        ])
+    }
+
+    func statusText() -> String {
+        "\(hub.roomCount) rooms, \(hub.memberCount) members, \(udp.reduce(0) { $0 + $1.sessionCount } + tcp.reduce(0) { $0 + $1.sessionCount }) native sessions"
+    }
+
+    /// The writer thread committed: collect durable marks and failures.
+    func storeProgressed() {
+        wakeup.drain()
+        _ = store.pollDurable()
+        for failure in store.pollFailures() {
+            metrics.errors(kind: failure.isDiskFull ? "disk_full" : "store").increment()
+            logger.error("room log write failed; retrying", ["error": failure])
+        }
+    }
+
+    private func housekeep() {
+        storeProgressed()
+        refreshGauges()
+        let status = statusText()
+        if status != lastStatus {
+            lastStatus = status
+            notifier.status(status)
+        }
+    }
+
+    func refreshGauges() {
+        metrics.rooms.set(hub.roomCount)
+        metrics.members.set(hub.memberCount)
+        let usage = store.usage
+        metrics.historyBytes.set(usage.historyBytes)
+        metrics.storePending.set(usage.pendingOps)
+        metrics.storeCommits.set(Double(usage.commits))
+        for transport in udp { transport.refreshMetrics() }
+    }
+
+    func renderMetrics() -> String {
+        refreshGauges()
+        return metrics.registry.render()
+    }
+
+    private func installSignals() throws(UVError) {
+        for (signum, action) in [(Signal.hangUp, "reload"), (Signal.terminate, "stop"), (Signal.interrupt, "stop")] {
+            let watcher = try Signal(loop: loop)
+            try watcher.start(signum) { [weak self] _ in
+                guard let self else { return }
+                if action == "reload" { self.reload() } else { self.shutdown(signal: signum) }
+            }
+            signals.append(watcher)
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import InkUV
+
+extension Daemon {
+    /// Binds the configured addresses, or adopts the sockets systemd passed (by name: `udp`,
+    /// `tcp`, `legacy` or `legacy-ROOM`, `metrics`). An adopted kind replaces its flags.
+    func openListeners(activation: SocketActivation?) throws(ConfigError) {
+        let adopted = activation?.sockets ?? []
+        func fds(_ name: String) -> [Int32] { adopted.filter { $0.name == name }.map(\.fd) }
+        do {
+            let udpFDs = fds("udp")
+            if !udpFDs.isEmpty {
+                for fd in udpFDs { udp.append(try UDPTransport(socket: try UDPSocket(loop: loop, adopting: fd), daemon: self)) }
+            } else {
+                for address in config.udp {
+                    udp.append(try UDPTransport(socket: try UDPSocket(loop: loop, bindTo: address), daemon: self))
+                }
+            }
+            let tcpFDs = fds("tcp")
+            if !tcpFDs.isEmpty {
+                for fd in tcpFDs { tcp.append(try TCPTransport(listener: try TCPListener(loop: loop, adopting: fd), daemon: self)) }
+            } else {
+                for address in config.tcp {
+                    tcp.append(try TCPTransport(listener: try TCPListener(loop: loop, bindTo: address), daemon: self))
+                }
+            }
+            try openLegacyListeners(adopted: adopted)
+            if let fd = fds("metrics").first {
+                metricsServer = try MetricsServer(loop: loop, adopting: fd) { [weak self] in self?.renderMetrics() ?? "" }
+            } else if let address = config.metrics {
+                metricsServer = try MetricsServer(loop: loop, bindTo: address) { [weak self] in self?.renderMetrics() ?? "" }
+            }
+        } catch {
+            throw ConfigError("cannot listen: \(error)")
+        }
+        for transport in udp { logger.info("listening", ["transport": "udp", "address": transport.localAddress?.description ?? "?"]) }
+        for transport in tcp { logger.info("listening", ["transport": "tcp", "address": transport.localAddress?.description ?? "?"]) }
+        for listener in legacyListeners {
+            logger.info("listening", ["transport": "legacy", "address": listener.localAddress?.description ?? "?", "room": listener.room])
+        }
+        if let address = metricsServer?.localAddress { logger.info("listening", ["transport": "metrics", "address": address]) }
+    }
+
+    private func openLegacyListeners(adopted: [SocketActivation.Socket]) throws(UVError) {
+        var plain = adopted.filter { $0.name == "legacy" }.map(\.fd)[...]
+        let named = adopted.filter { $0.name.hasPrefix("legacy-") }
+        if plain.isEmpty && named.isEmpty {
+            for binding in config.legacy {
+                let listener = try TCPListener(loop: loop, bindTo: binding.address)
+                legacyListeners.append(try LegacyListener(listener: listener, room: binding.room, context: legacyContext))
+            }
+            return
+        }
+        for socket in named {
+            let room = String(socket.name.dropFirst("legacy-".count))
+            legacyListeners.append(try LegacyListener(listener: try TCPListener(loop: loop, adopting: socket.fd), room: room, context: legacyContext))
+        }
+        // Unnamed legacy sockets take the rooms of the --legacy flags, in order.
+        for binding in config.legacy {
+            guard let fd = plain.popFirst() else { break }
+            legacyListeners.append(try LegacyListener(listener: try TCPListener(loop: loop, adopting: fd), room: binding.room, context: legacyContext))
+        }
+        if !plain.isEmpty { logger.warning("adopted legacy sockets without a room are ignored", ["count": plain.count]) }
+    }
+}

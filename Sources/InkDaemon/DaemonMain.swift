@@ -1,0 +1,61 @@
+import Glibc
+
+/// The `inkwired` program: flags, `--help`, `--version`, `--check-config`, then the daemon.
+public enum DaemonMain {
+    /// Exit code for a configuration that cannot be used.
+    public static let configErrorExitCode: Int32 = 2
+
+    public static func run(arguments: [String], environment: [String: String]) -> Int32 {
+        // A peer that resets a connection must give EPIPE, not kill the daemon.
+        signal(SIGPIPE, SIG_IGN)
+        // A parent may have blocked the signals the daemon is driven by.
+        var driving = sigset_t()
+        sigemptyset(&driving)
+        for signum in [SIGHUP, SIGTERM, SIGINT] { sigaddset(&driving, signum) }
+        sigprocmask(SIG_UNBLOCK, &driving, nil)
+        let config: DaemonConfig
+        do {
+            config = try DaemonConfig.parse(arguments: arguments, environment: environment, readFile: FileSystem.readText)
+        } catch {
+            printError("inkwired: \(error)")
+            return configErrorExitCode
+        }
+        if config.showHelp {
+            print(ConfigFlag.helpText(version: InkwireVersion.string), terminator: "")
+            return 0
+        }
+        if config.showVersion {
+            print("inkwired \(InkwireVersion.string)")
+            return 0
+        }
+        if config.checkOnly {
+            do {
+                _ = try Daemon.loadTokenVerifier(config)
+                if let problem = FileSystem.makeDirectories(config.dataDir) { throw ConfigError("--data-dir \(problem)") }
+            } catch {
+                printError("inkwired: \(error)")
+                return configErrorExitCode
+            }
+            print("inkwired: configuration ok (udp \(list(config.udp)), tcp \(list(config.tcp)), legacy \(config.legacy.isEmpty ? "off" : config.legacy.map { "\($0.address)=\($0.room)" }.joined(separator: ",")), data-dir \(config.dataDir), tokens \(config.tokenSecretFile == nil ? "open" : "required"))")
+            return 0
+        }
+        let logger = Logger(level: config.logLevel, environment: environment)
+        do {
+            let daemon = try Daemon(config: config, arguments: arguments, environment: environment, logger: logger)
+            try daemon.start()
+            return daemon.run()
+        } catch {
+            logger.error("cannot start", ["error": error])
+            return configErrorExitCode
+        }
+    }
+
+    private static func list(_ addresses: [some CustomStringConvertible]) -> String {
+        addresses.isEmpty ? "off" : addresses.map(\.description).joined(separator: ",")
+    }
+
+    static func printError(_ text: String) {
+        let line = text + "\n"
+        _ = line.withCString { write(2, $0, strlen($0)) }
+    }
+}

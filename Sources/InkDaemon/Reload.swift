@@ -1,0 +1,49 @@
+extension Daemon {
+    /// SIGHUP: re-reads the flags, the `--config` file and the token secret, and applies what
+    /// can change live (token secret, log level, limits) without touching a session. A broken
+    /// configuration is logged and the running one kept.
+    func reload() {
+        guard !stopping else { return }
+        notifier.reloading()
+        metrics.reloads.increment()
+        defer { notifier.ready(status: statusText()) }
+        let next: DaemonConfig
+        let verifier: TokenVerifier?
+        do {
+            next = try DaemonConfig.parse(arguments: arguments, environment: environment, readFile: FileSystem.readText)
+            verifier = try Daemon.loadTokenVerifier(next)
+        } catch {
+            metrics.errors(kind: "reload").increment()
+            logger.error("reload failed; keeping the running configuration", ["error": error])
+            return
+        }
+        let restartOnly = restartOnlyChanges(from: config, to: next)
+        if !restartOnly.isEmpty {
+            logger.warning("reload ignores settings that need a restart", ["settings": restartOnly.joined(separator: ",")])
+        }
+        tokenVerifier = verifier
+        logger.level = next.logLevel
+        config.logLevel = next.logLevel
+        config.tokenSecretFile = next.tokenSecretFile
+        var limits = next.limits
+        limits.shutdownTimeoutMs = config.limits.shutdownTimeoutMs
+        config.limits = limits
+        hub.limits = limits
+        legacyContext.apply(limits)
+        logger.notice("reloaded", ["log_level": next.logLevel, "tokens": verifier == nil ? "open" : "required",
+                                   "max_sessions": limits.maxSessions, "max_members": limits.maxMembersPerRoom])
+    }
+
+    private func restartOnlyChanges(from old: DaemonConfig, to new: DaemonConfig) -> [String] {
+        var changed: [String] = []
+        if old.udp != new.udp { changed.append("udp") }
+        if old.tcp != new.tcp { changed.append("tcp") }
+        if old.legacy != new.legacy { changed.append("legacy") }
+        if old.dataDir != new.dataDir { changed.append("data-dir") }
+        if old.durability != new.durability { changed.append("durability") }
+        if old.retain != new.retain { changed.append("retain") }
+        if old.metrics != new.metrics { changed.append("metrics") }
+        if old.limits.shutdownTimeoutMs != new.limits.shutdownTimeoutMs { changed.append("shutdown-timeout-ms") }
+        return changed
+    }
+}

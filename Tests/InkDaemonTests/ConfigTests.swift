@@ -1,0 +1,75 @@
+import Testing
+import InkUV
+@testable import InkDaemon
+
+@Suite struct ConfigTests {
+    func parse(_ arguments: [String], _ environment: [String: String] = [:], files: [String: String] = [:]) throws(ConfigError) -> DaemonConfig {
+        try DaemonConfig.parse(arguments: arguments, environment: environment, readFile: { files[$0] })
+    }
+
+    @Test func defaults() throws {
+        let config = try parse([])
+        #expect(config.udp == [SocketAddress("[::]:7420")!])
+        #expect(config.tcp == [SocketAddress("[::]:7420")!])
+        #expect(config.legacy.isEmpty)
+        #expect(config.dataDir == "./inkwire-data")
+        #expect(config.durability == .batch)
+        #expect(config.retain == .board)
+        #expect(config.tokenSecretFile == nil)
+        #expect(config.metrics == nil)
+        #expect(config.limits == DaemonLimits())
+    }
+
+    @Test func flagsOverFileOverEnvironment() throws {
+        let config = try parse(["--legacy", "127.0.0.1:5000=a", "--legacy=[::1]:5001=b=c", "--config", "/etc/inkwired.env", "--max-rooms", "7"],
+                               ["INKWIRE_MAX_ROOMS": "5", "INKWIRE_LOG_LEVEL": "debug", "INKWIRE_UDP": "off", "INKWIRE_MAX_MEMBERS": "9"],
+                               files: ["/etc/inkwired.env": "# comment\n\nINKWIRE_LOG_LEVEL=\"warning\"\nINKWIRE_MAX_ROOMS=6\nINKWIRE_TCP=127.0.0.1:1, 127.0.0.1:2\n"])
+        #expect(config.legacy == [LegacyBinding(address: SocketAddress("127.0.0.1:5000")!, room: "a"),
+                                  LegacyBinding(address: SocketAddress("[::1]:5001")!, room: "b=c")])
+        #expect(config.limits.maxRooms == 7)
+        #expect(config.limits.maxMembersPerRoom == 9)
+        #expect(config.logLevel == .warning)
+        #expect(config.udp.isEmpty)
+        #expect(config.tcp == [SocketAddress("127.0.0.1:1")!, SocketAddress("127.0.0.1:2")!])
+    }
+
+    @Test(arguments: [
+        (["stray"], "unexpected argument 'stray' (see --help)"),
+        (["--help=yes"], "--help takes no value"),
+        (["--retain", "some"], "--retain 'some': expected full or board"),
+        (["--metrics", "host:80"], "--metrics: invalid address 'host:80': host must be an IPv4 address, localhost, or [IPv6]"),
+        (["--config", "/missing"], "--config /missing: cannot read the file"),
+        (["--legacy", "127.0.0.1:1="], "--legacy '127.0.0.1:1=': ROOM must be 1 to 128 bytes without control characters"),
+    ])
+    func errors(arguments: [String], message: String) {
+        #expect(throws: ConfigError(message)) { try parse(arguments) }
+    }
+
+    @Test func configFileErrorsNameTheLine() {
+        #expect(throws: ConfigError("f:2: unknown setting INKWIRE_COLOUR")) {
+            try parse(["--config", "f"], files: ["f": "INKWIRE_UDP=off\nINKWIRE_COLOUR=red\n"])
+        }
+        #expect(throws: ConfigError("f:1: expected INKWIRE_NAME=value")) { try parse(["--config", "f"], files: ["f": "udp off"]) }
+    }
+
+    @Test func environmentNames() {
+        #expect(ConfigFlag.named("data-dir")?.environmentName == "INKWIRE_DATA_DIR")
+        #expect(ConfigFlag.named("token-secret-file")?.environmentName == "INKWIRE_TOKEN_SECRET_FILE")
+    }
+}
+
+@Suite struct StreamFramingTests {
+    @Test func splitsAndJoinsFrames() throws {
+        var decoder = StreamFrameDecoder(maxFrameBytes: 16)
+        let wire = StreamFrameDecoder.frame([1, 2, 3]) + StreamFrameDecoder.frame([]) + StreamFrameDecoder.frame(Array(repeating: 9, count: 16))
+        var frames: [[UInt8]] = []
+        for byte in wire {
+            [byte].withUnsafeBytes { decoder.handleBytes($0) }
+            while let frame = try decoder.pollFrame() { frames.append(frame) }
+        }
+        #expect(frames == [[1, 2, 3], [], Array(repeating: 9, count: 16)])
+        #expect(decoder.bufferedByteCount == 0)
+        StreamFrameDecoder.frame(Array(repeating: 0, count: 17)).withUnsafeBytes { decoder.handleBytes($0) }
+        #expect(throws: StreamFrameDecoder.Failure.frameTooLarge(length: 17, limit: 16)) { try decoder.pollFrame() }
+    }
+}

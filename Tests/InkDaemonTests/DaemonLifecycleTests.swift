@@ -1,0 +1,171 @@
+import Glibc
+import Testing
+@testable import InkDaemon
+
+/// The real daemon: configuration errors, systemd notifications, signals, abuse.
+@Suite struct DaemonLifecycleTests {
+    /// Runs `inkwired arguments` to completion; its exit code, stdout and stderr.
+    static func runToExit(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32?, String, String) {
+        let daemon = try DaemonProcess(arguments, environment: environment, tag: "exit")
+        let code = daemon.waitExit()
+        return (code, daemon.standardOutput, daemon.log)
+    }
+
+    @Test func checkConfigAcceptsAGoodConfiguration() throws {
+        let (code, out, _) = try Self.runToExit(["--check-config", "--udp", "127.0.0.1:0", "--legacy", "[::1]:0=room one"])
+        #expect(code == 0)
+        #expect(out.contains("configuration ok"))
+        #expect(out.contains("legacy [::1]:0=room one"))
+    }
+
+    @Test(arguments: [
+        (["--udp", "1.2.3:4"], "--udp: invalid address '1.2.3:4'"),
+        (["--frobnicate"], "unknown option --frobnicate"),
+        (["--durability", "sometimes"], "--durability 'sometimes': expected always, batch or off"),
+        (["--legacy", "127.0.0.1:0"], "--legacy '127.0.0.1:0': expected HOST:PORT=ROOM"),
+        (["--max-members", "0"], "--max-members '0': expected a whole number from 1 to 65536"),
+        (["--token-secret-file", "/nonexistent/secret"], "--token-secret-file /nonexistent/secret: cannot read the file"),
+        (["--log-level"], "--log-level needs a value LEVEL"),
+    ])
+    func checkConfigRefusesWithAClearMessage(arguments: [String], message: String) throws {
+        let (code, _, err) = try Self.runToExit(["--check-config"] + arguments)
+        #expect(code == DaemonMain.configErrorExitCode)
+        #expect(err.contains(message), "stderr: \(err)")
+    }
+
+    @Test func environmentIsReadAndFlagsWin() throws {
+        let (code, out, _) = try Self.runToExit(["--check-config", "--tcp", "127.0.0.1:0"],
+                                                environment: ["INKWIRE_TCP": "nonsense", "INKWIRE_UDP": "127.0.0.1:9,[::1]:9"])
+        #expect(code == 0)
+        #expect(out.contains("udp 127.0.0.1:9,[::1]:9, tcp 127.0.0.1:0"))
+        let (bad, _, err) = try Self.runToExit(["--check-config"], environment: ["INKWIRE_DURABILITY": "maybe"])
+        #expect(bad == DaemonMain.configErrorExitCode)
+        #expect(err.contains("--durability 'maybe'"))
+    }
+
+    @Test func helpListsEveryFlagAndVersionPrints() throws {
+        let (code, out, _) = try Self.runToExit(["--help"])
+        #expect(code == 0)
+        for flag in ConfigFlag.all where !flag.hidden {
+            #expect(out.contains("--\(flag.name)"), "--help misses --\(flag.name)")
+        }
+        let (versionCode, version, _) = try Self.runToExit(["--version"])
+        #expect(versionCode == 0)
+        #expect(version == "inkwired \(InkwireVersion.string)\n")
+    }
+
+    @Test func shortTokenSecretIsRefused() throws {
+        let directory = DaemonProcess.scratchDirectory("secret")
+        writeFile(directory + "/secret", Array("short\n".utf8))
+        let (code, _, err) = try Self.runToExit(["--check-config", "--token-secret-file", directory + "/secret"])
+        #expect(code == DaemonMain.configErrorExitCode)
+        #expect(err.contains("the secret must be 16 to 4096 bytes, found 5"))
+    }
+
+    @Test func systemdSeesReadyWatchdogReloadAndStopping() throws {
+        let manager = FakeNotifySocket(abstract: true, tag: "daemon-\(UInt32.random(in: 0...UInt32.max))")
+        let daemon = try DaemonProcess(["--udp", "127.0.0.1:0", "--tcp", "127.0.0.1:0"],
+                                       environment: ["NOTIFY_SOCKET": manager.address, "WATCHDOG_USEC": "200000"], tag: "notify")
+        _ = try daemon.ready()
+        var messages: [String] = []
+        func collect(until predicate: () -> Bool) {
+            let deadline = monotonicMicroseconds() + 5_000_000
+            while !predicate() && monotonicMicroseconds() < deadline {
+                if let message = manager.receive() { messages.append(message) } else { usleep(5_000) }
+            }
+        }
+        collect { messages.contains { $0.hasPrefix("READY=1") } }
+        #expect(messages.first?.hasPrefix("READY=1\nSTATUS=0 rooms, 0 members") == true)
+        // Pings at half WATCHDOG_USEC: about 5 in 0.5 s.
+        let started = monotonicMicroseconds()
+        collect { monotonicMicroseconds() - started >= 500_000 }
+        let pings = messages.filter { $0 == "WATCHDOG=1" }.count
+        #expect(pings >= 3 && pings <= 7, "\(pings) watchdog pings in 0.5 s")
+        messages = []
+        daemon.signal(SIGHUP)
+        collect { messages.contains { $0.hasPrefix("READY=1") } }
+        let reload = messages.filter { $0 != "WATCHDOG=1" }
+        #expect(reload.count == 2)
+        #expect(reload.first?.hasPrefix("RELOADING=1\nMONOTONIC_USEC=") == true)
+        #expect(reload.last?.hasPrefix("READY=1") == true)
+        messages = []
+        daemon.signal(SIGTERM)
+        collect { messages.contains("STOPPING=1") }
+        #expect(messages.contains("STOPPING=1"))
+        #expect(daemon.waitExit() == 0)
+        #expect(daemon.log.contains("msg=\"room log flushed\""))
+    }
+
+    @Test func sigintStopsCleanlyToo() throws {
+        let daemon = try DaemonProcess(["--udp", "127.0.0.1:0", "--tcp", "off"], tag: "sigint")
+        _ = try daemon.ready()
+        daemon.signal(SIGINT)
+        #expect(daemon.waitExit() == 0)
+        #expect(daemon.log.contains("msg=\"stopping\" signal=SIGINT"))
+    }
+
+    @Test func reloadAppliesTheConfigFileAndKeepsDevices() throws {
+        let directory = DaemonProcess.scratchDirectory("reload")
+        let configPath = directory + "/inkwired.env"
+        writeFile(configPath, Array("# test\nINKWIRE_LOG_LEVEL=info\n".utf8))
+        let daemon = try DaemonProcess(["--udp", "off", "--tcp", "off", "--legacy", "127.0.0.1:0=lesson", "--config", configPath],
+                                       dataDir: directory, tag: "reload")
+        let port = daemon.legacyPort(try daemon.ready())
+        let a = try LegacyTestClient(port: port)
+        let b = try LegacyTestClient(port: port)
+        #expect(daemon.waitForLine(containing: "author=2") != nil)
+        writeFile(configPath, Array("INKWIRE_LOG_LEVEL=debug\nINKWIRE_MAX_MEMBERS=2\n".utf8))
+        daemon.signal(SIGHUP)
+        let reloaded = daemon.waitForLine(containing: "msg=\"reloaded\"")
+        #expect(reloaded?.contains("log_level=debug") == true)
+        #expect(reloaded?.contains("max_members=2") == true)
+        // The devices stayed; a third is refused by the new limit.
+        a.send(["1,0.100000,0.100000,1"])
+        #expect(b.receive(count: 1) == ["1,0.100000,0.100000,1"])
+        let c = try LegacyTestClient(port: port)
+        #expect(c.waitClosed(limitMicroseconds: 2_000_000))
+        // A broken file is refused and the running configuration kept.
+        writeFile(configPath, Array("INKWIRE_LOG_LEVEL=loud\n".utf8))
+        daemon.signal(SIGHUP)
+        #expect(daemon.waitForLine(containing: "msg=\"reload failed; keeping the running configuration\"") != nil)
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitExit() == 0)
+    }
+
+    @Test func garbageFromOthersNeverDisturbsARoom() throws {
+        let daemon = try DaemonProcess(["--udp", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--legacy", "127.0.0.1:0=lesson",
+                                        "--metrics", "127.0.0.1:0"], tag: "garbage")
+        let fields = try daemon.ready()
+        let legacy = daemon.legacyPort(fields)
+        let a = try LegacyTestClient(port: legacy)
+        let b = try LegacyTestClient(port: legacy)
+        #expect(daemon.waitForLine(containing: "author=2") != nil)
+        let udp = try connectLoopback(port: DaemonProcess.port(fields["udp"])!, type: SOCK_DGRAM)
+        defer { close(udp) }
+        var random = SystemRandomNumberGenerator()
+        for round in 0..<5 {
+            for _ in 0..<200 {
+                let junk = (0..<Int.random(in: 0...1500, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+                _ = junk.withUnsafeBytes { send(udp, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            }
+            // A legacy stream announcing a huge frame, and a native TCP stream doing the same.
+            let badLegacy = try LegacyTestClient(port: legacy)
+            badLegacy.sendRaw([0x00, 0x65, 0xff, 0xff, 0xff, 0xff])
+            let badNative = try LegacyTestClient(port: DaemonProcess.port(fields["tcp"])!)
+            badNative.sendRaw([0xff, 0xff, 0xff, 0xff, 1, 2, 3])
+            let line = ["1,0.\(round)00000,0.500000,1", "1,0.\(round)00000,0.600000,3"]
+            a.send(line)
+            #expect(b.receive(count: 2) == line)
+            #expect(badLegacy.waitClosed(limitMicroseconds: 2_000_000))
+            #expect(badNative.waitClosed(limitMicroseconds: 2_000_000))
+        }
+        let metrics = try fetchMetrics(port: DaemonProcess.port(fields["metrics"])!)
+        #expect((metricValue(metrics, "inkwire_errors_total{kind=\"legacy_frame\"}") ?? 0) == 5)
+        #expect((metricValue(metrics, "inkwire_errors_total{kind=\"bad_frame\"}") ?? 0) == 5)
+        let garbage = (metricValue(metrics, "inkwire_errors_total{kind=\"garbage_datagram\"}") ?? 0)
+            + (metricValue(metrics, "inkwire_errors_total{kind=\"oversized_datagram\"}") ?? 0)
+        #expect(garbage > 0)
+        #expect(metricValue(metrics, "inkwire_sessions{transport=\"legacy\"}") == 2)
+        #expect(daemon.log.contains("reason=\"bad frame: frame of command 101 announces 4294967295 bytes"))
+    }
+}
