@@ -3,8 +3,8 @@
 # bounded time (FUZZ_SECONDS, default 10 per target). Any crash fails the run.
 #
 # A target is one file Fuzz/targets/NAME.swift defining `@_cdecl("LLVMFuzzerTestOneInput")`.
-# It is compiled together with Sources/InkCodec/*.swift into one module, so it uses the codec
-# directly (no `import InkCodec`). Seeds, if any, live in Fuzz/seeds/NAME/. Run one target with
+# It is compiled together with Sources/InkCodec/*.swift and Sources/InkProtocol/*.swift into one
+# module, so it uses the codec and protocol directly (no `import`). Seeds, if any, live in Fuzz/seeds/NAME/. Run one target with
 # `Fuzz/run.sh NAME`. Crash inputs are kept in Fuzz/bin/NAME-crashes/.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -18,7 +18,7 @@ for target in "${targets[@]}"; do
     name="$(basename "$target" .swift)"
     echo "fuzz: building $name"
     if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name "Fuzz_${name//-/_}" \
-        ../Sources/InkCodec/*.swift "$target" -o "bin/$name" > "bin/$name.build.log" 2>&1; then
+        ../Sources/InkCodec/*.swift ../Sources/InkProtocol/*.swift "$target" -o "bin/$name" > "bin/$name.build.log" 2>&1; then
         cat "bin/$name.build.log"; failed+=("$name (build)"); continue
     fi
     corpus="bin/$name-corpus"; crashes="bin/$name-crashes"
