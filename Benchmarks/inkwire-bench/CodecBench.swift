@@ -160,41 +160,13 @@ private func codecUsage(_ message: String) -> Never {
     exit(2)
 }
 
-/// The trace as one author's commands, and what the legacy app spends on it (payload plus the
-/// 6-byte frame header per command).
+/// The trace as one author's commands (legacy text -> model, as a legacy connection does), and
+/// what the legacy app spends on it (payload plus the 6-byte frame header per command).
 private func loadTrace(_ text: [UInt8]) -> (commands: [TimedCommand], legacyBytes: Int) {
-    var out: [TimedCommand] = []
-    var legacyBytes = 0
-    var stroke: UInt32 = 0
-    for line in text.split(separator: UInt8(ascii: "\n")) {
-        let fields = line.split(separator: UInt8(ascii: ","))
-        guard fields.count >= 2, let comma = line.firstIndex(of: UInt8(ascii: ",")) else { codecUsage("bad trace line") }
-        legacyBytes += line.endIndex - comma - 1 + 6
-        let t = UInt64(decimal(fields[0]))
-        switch decimal(fields[1]) {
-        case 1, 2:
-            guard fields.count == 5, let phase = StrokePhase(rawValue: UInt8(decimal(fields[4]))) else { codecUsage("bad point") }
-            if phase == .start { stroke += 1 }
-            let p = StrokePoint(stroke: StrokeID(stroke), tool: decimal(fields[1]) == 1 ? .pen : .eraser, phase: phase,
-                                x: Int32(decimal(fields[2])), y: Int32(decimal(fields[3])))
-            out.append(TimedCommand(timeMs: t, command: .point(p)))
-        case 3:
-            guard let style = PenStyle(color: UInt8(decimal(fields[2])), width: UInt8(decimal(fields[3]))) else { codecUsage("bad pen") }
-            out.append(TimedCommand(timeMs: t, command: .penStyle(style)))
-        case 4: out.append(TimedCommand(timeMs: t, command: .undo(StrokeID(stroke))))
-        case 5: out.append(TimedCommand(timeMs: t, command: .redo(StrokeID(stroke))))
-        default: out.append(TimedCommand(timeMs: t, command: .clear))
-        }
-    }
-    return (out, legacyBytes)
-}
-
-/// Digits of a decimal with optional sign and dot ("0.266667" -> 266667, "-0.5" -> -5).
-private func decimal(_ s: ArraySlice<UInt8>) -> Int64 {
-    var v: Int64 = 0
-    var negative = false
-    for c in s {
-        if c == UInt8(ascii: "-") { negative = true } else if c != UInt8(ascii: ".") { v = v * 10 + Int64(c) - 48 }
-    }
-    return negative ? -v : v
+    let lines: [TraceLine]
+    do { lines = try Trace.parse(text) } catch { codecUsage("bad trace: \(error)") }
+    var translator = LegacyTranslator(author: AuthorID(1))
+    let commands = lines.map { translator.timedCommand(from: $0.message, timeMs: $0.timeMs) }
+    let legacyBytes = lines.reduce(0) { $0 + $1.message.bytes.count + 6 }
+    return (commands, legacyBytes)
 }
