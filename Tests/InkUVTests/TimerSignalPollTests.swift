@@ -165,3 +165,60 @@ import InkUV
         loop.shutdown()
     }
 }
+
+@Suite(.serialized) struct LoopWakeupTests {
+    /// Another thread wakes the loop; wakes coalesce, and every one is followed by a callback
+    /// that sees the work it announced.
+    @Test func wakesFromAnotherThread() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let produced = Counter()
+        var seen = 0
+        var callbacks = 0
+        let wakeup = try LoopWakeup(loop: loop) {
+            callbacks += 1
+            seen = produced.value
+        }
+        let total = 1000
+        let thread = Thread {
+            for _ in 0..<total {
+                produced.increment()
+                wakeup.wake()
+            }
+        }
+        thread.start()
+        #expect(drive(loop) { seen == total })
+        thread.join()
+        #expect(callbacks >= 1 && callbacks <= total)
+        wakeup.close()
+        wakeup.wake()  // after close: ignored
+        loop.runNoWait()
+        #expect(loop.openHandleCount == 0)
+    }
+}
+
+/// A counter shared between threads.
+final class Counter: @unchecked Sendable {
+    private let lock: UnsafeMutablePointer<pthread_mutex_t> = .allocate(capacity: 1)
+    private var count = 0
+    init() { pthread_mutex_init(lock, nil) }
+    deinit { pthread_mutex_destroy(lock); lock.deallocate() }
+    func increment() { pthread_mutex_lock(lock); count += 1; pthread_mutex_unlock(lock) }
+    var value: Int { pthread_mutex_lock(lock); defer { pthread_mutex_unlock(lock) }; return count }
+}
+
+/// A plain pthread running `body`.
+final class Thread: @unchecked Sendable {
+    private let body: @Sendable () -> Void
+    private var thread = pthread_t()
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    func start() {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        pthread_create(&thread, nil, { raw in
+            let me = Unmanaged<Thread>.fromOpaque(raw!).takeRetainedValue()
+            me.body()
+            return nil
+        }, context)
+    }
+    func join() { pthread_join(thread, nil) }
+}
