@@ -7,6 +7,7 @@ import InkSim
 /// KCP's latency experiment (docs kcp-latency-experiment.md) with two Inkwire sessions, one run
 /// per seed (`srand(seed)`). `--loss-percent` is the loss per direction (KCP's `lostrate / 2`;
 /// the experiment's default `lostrate 10` gives 5); 0 gives the loss-free floor.
+/// `--endpoint passthrough` replaces the sessions with no ARQ at all (the link's own floor).
 /// Prints one JSON line, then a table beside KCP's reference numbers.
 func runKCPExperiment(_ arguments: [String]) -> Never {
     var seeds = Array(1 ... 50)
@@ -32,10 +33,20 @@ func runKCPExperiment(_ arguments: [String]) -> Never {
     }
 
     var results: [KCPExperiment.Result] = []
+    var statsA: [ARQStats] = []
+    var statsB: [ARQStats] = []
     for seed in seeds {
+        var pair: (ARQSession, ARQSession)? = nil
         results.append(KCPExperiment.run(seed: UInt32(truncatingIfNeeded: seed), lossPercent: lossPercent) { t0 in
-            makeKCPEndpoints(kind: endpointKind, now: t0)
+            if endpointKind == "passthrough" { return (PassThroughSession(), PassThroughSession()) }
+            let p = (ARQSession(connectionID: 1, now: t0), ARQSession(connectionID: 1, now: t0))
+            pair = p
+            return p
         })
+        if let pair {
+            statsA.append(pair.0.stats)
+            statsB.append(pair.1.stats)
+        }
     }
 
     let n = Double(results.count)
@@ -53,6 +64,13 @@ func runKCPExperiment(_ arguments: [String]) -> Never {
     let datagramsB = mean(\.b.datagrams), bytesB = mean(\.b.bytes)
     let inOrder = results.allSatisfy { $0.inOrder && $0.complete }
     let failing = results.filter { !($0.inOrder && $0.complete) }.map(\.seed)
+    // Where the latency goes: echoes slower than the link's slowest loss-free round trip
+    // (2 x 61 ms) needed some recovery; the session counters say which kind.
+    let slowest = 2 * (KCPLatencySimulator.minimumDelayMs + UInt64(KCPLatencySimulator.delaySpreadMs) - 1)
+    let lateShare = pooled.isEmpty ? 0 : Double(pooled.filter { UInt64($0) > slowest }.count) / Double(pooled.count)
+    func perSeed(_ s: [ARQStats], _ f: (ARQStats) -> Int) -> Double {
+        s.isEmpty ? 0 : (Double(s.map(f).reduce(0, +)) / Double(s.count) * 10).rounded() / 10
+    }
     let targets = avg <= 108 && maxRTT <= 250 && p99 <= 200 && bytesA <= 60_761 && inOrder
 
     let json: [(String, String)] = [
@@ -62,6 +80,10 @@ func runKCPExperiment(_ arguments: [String]) -> Never {
         ("p50", "\(p50)"), ("p95", "\(p95)"), ("p99", "\(p99)"),
         ("datagrams_a", "\(datagramsA)"), ("bytes_a", "\(bytesA)"),
         ("datagrams_b", "\(datagramsB)"), ("bytes_b", "\(bytesB)"),
+        ("late_share", "\((lateShare * 10000).rounded() / 10000)"),
+        ("retransmissions_a", "\(perSeed(statsA, \.retransmissions))"), ("retransmissions_b", "\(perSeed(statsB, \.retransmissions))"),
+        ("redundant_segments_a", "\(perSeed(statsA, \.redundantSegments))"), ("redundant_segments_b", "\(perSeed(statsB, \.redundantSegments))"),
+        ("pure_acks_a", "\(perSeed(statsA, \.pureAcksSent))"), ("probes_a", "\(perSeed(statsA, \.probesSent))"),
         ("in_order", "\(inOrder)"), ("failed_seeds", "[\(failing.map(String.init).joined(separator: ","))]"),
         ("targets_met", "\(lossPercent == 5 ? "\(targets)" : "null")"),
     ]
@@ -97,11 +119,6 @@ func parseSeedList(_ text: String) -> [Int]? {
 func benchUsage(_ message: String) -> Never {
     FileHandle.standardError.write(Data("inkwire-bench kcp-experiment: \(message)\nusage: inkwire-bench kcp-experiment [--seeds 1-50] [--loss-percent 5] [--endpoint arq|passthrough]\n".utf8))
     exit(64)
-}
-
-/// The pair of endpoints under test.
-private func makeKCPEndpoints(kind: String, now: Instant) -> (any SimReliableEndpoint, any SimReliableEndpoint) {
-    (PassThroughSession(), PassThroughSession())
 }
 
 /// No ARQ at all: the link's own floor (only meaningful at 0 % loss).

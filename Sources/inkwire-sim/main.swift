@@ -62,7 +62,8 @@ if sessionKind == "toy" {
 
 let chosenKind = sessionKind
 let makeSession: (SweepSessionSpec) -> any SimReliableEndpoint = { spec in
-    StopAndWaitEndpoint()
+    if chosenKind == "toy" { return StopAndWaitEndpoint() }
+    return ARQSession(connectionID: spec.connectionID, now: spec.now)
 }
 
 // A crash (trap, bad access) must still print its seed first: the handler writes a line

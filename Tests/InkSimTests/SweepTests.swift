@@ -19,9 +19,10 @@ private var toyConfiguration: SweepConfiguration {
 }
 
 @Test func toySessionPassesAShortSweepAndReplaysExactly() {
-    for seed in UInt64(1) ... 20 {
+    for seed in UInt64(1) ... 12 {
         let first = SweepRunner.run(seed: seed, configuration: toyConfiguration) { _ in StopAndWaitEndpoint() }
         #expect(first.verdict == .pass, "seed \(seed)")
+        guard seed <= 3 else { continue }
         let again = SweepRunner.run(seed: seed, configuration: toyConfiguration) { _ in StopAndWaitEndpoint() }
         #expect(again.trace == first.trace, "seed \(seed)")
         #expect(again.batches == first.batches)
