@@ -47,6 +47,8 @@ public enum BinaryBatchDecoder {
         case 1, 2:
             guard let raw = d.getUInt(), raw <= UInt64(UInt32.max) else { throw .badField }
             author = AuthorID(UInt32(raw))
+            // Canonical form: the previous batch's author is never named again.
+            if header == 1 && state.lastAuthor == author { throw .badField }
             context = header == 2 ? .initial : state.context(of: author)
         default:
             throw .unsupportedHeader(header)
@@ -105,6 +107,11 @@ public enum BinaryBatchDecoder {
                 phase = ph
             }
             let continues = context.continues(stroke: stroke, phase: phase)
+            if kind == BinaryKind.point {
+                // Canonical form: what a shorter kind expresses must use it.
+                if context.isOpen && continues && tool == context.tool { throw .badField }
+                if phase == .start && stroke.rawValue == context.stroke.rawValue &+ 1 { throw .badField }
+            }
             let c = BinaryPrediction.timeClass(timeSymbol)
             let n = continues ? context.count : 0
             let base = BinaryPrediction.residualBase(count: n, timeClass: c)

@@ -158,7 +158,10 @@ struct RANSDecoder {
         let stateBytes = bytes.count <= 4 ? bytes.count : 4
         var x: UInt64 = 0
         for i in 0..<stateBytes { x = x << 8 | UInt64(bytes[i]) }
-        guard x < 1 << 31, x != 0 else { return nil }
+        // Canonical form: a short state has no leading zero byte; a 4-byte state followed by
+        // bytes is normalised (the encoder only emits bytes once its state reached the bound).
+        guard x < 1 << 31, bytes[0] != 0 || bytes.count > 4 else { return nil }
+        guard bytes.count <= 4 || x >= UInt64(RANSConstants.lowerBound) else { return nil }
         self.x = x
         position = stateBytes
         renormalise()
