@@ -1,0 +1,62 @@
+// The relay's view of one session: joined or not, and how far its device is in the room log.
+import InkCodec
+import InkProtocol
+
+/// How a joined member is being brought the room log.
+enum DeliveryMode {
+    /// Each new batch is sent as a `roomBatch` as it is accepted.
+    case live
+    /// Fell more than `maxLiveLag` behind while its transport pushed back: nothing is sent
+    /// until the transport is ready, then a sync from `cursor` starts.
+    case resync
+    case syncing(SyncProgress)
+}
+
+/// One sync in progress: chunks of a snapshot (shared, precomputed) or of the tail (packed
+/// from the room's tail as they are sent).
+struct SyncProgress {
+    var id: UInt32
+    var mode: SyncMode
+    /// Tail: batches after this are sent. Snapshot: the snapshot's room sequence number.
+    var after: UInt64
+    /// The sync ends with the board at this room sequence number.
+    var through: UInt64
+    var digest: UInt64
+    /// Snapshot mode: the chunks to send.
+    var snapshotChunks: [[SyncItem]] = []
+    /// The next chunk index to send.
+    var nextChunk: UInt32
+    /// Chunks acknowledged: every index below this one.
+    var ackedBelow: UInt32
+    /// Tail mode: the next room sequence number to pack.
+    var tailNext: UInt64
+    var bytesSent = 0
+    var chunksSent: UInt32 = 0
+}
+
+struct SessionState {
+    let id: SessionID
+    let transport: TransportKind
+    /// Until joined: the instant the session is closed if it has not joined.
+    var joinDeadline: Instant?
+    var errors = 0
+    var member: MemberState?
+}
+
+struct MemberState {
+    let room: String
+    let user: String
+    let author: AuthorID
+    var role: MemberRole
+    let origin: UInt64
+    /// The last room sequence number this member has been sent or needs no more (its own).
+    var cursor: UInt64
+    /// The transport said it is full (`handleBackpressure`) and not yet ready again.
+    var blocked = false
+    var mode: DeliveryMode = .live
+    var nextSyncID: UInt32 = 1
+    /// Codec state of the daemon -> device direction for `roomBatch` payloads.
+    var outbound = BinaryCodecState()
+    /// Codec state of the device -> daemon direction for `batch` payloads.
+    var inbound = BinaryCodecState()
+}

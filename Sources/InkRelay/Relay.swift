@@ -1,0 +1,254 @@
+// The relay: rooms, members, permissions, the room log and its fan-out. Sans-IO.
+import InkCodec
+import InkProtocol
+
+/// Every room of a daemon, driven by the daemon's IO and clock (quinn style: inputs are
+/// `handle…`, outputs are pulled with `poll…`; the relay never reads a clock or a socket).
+///
+/// ## Call order (the daemon)
+/// 1. At start, for every room in the store, `restore(_:)` each record in `roomSeq` order.
+/// 2. `handleSessionOpened(id, transport:now:)` when a device connects (a new ARQ session,
+///    TCP stream or legacy connection).
+/// 3. `handleMessage(bytes, from:now:)` for every message the session delivers, in order
+///    (or `handle(_:from:now:)` with a message already decoded or translated, for legacy).
+///    Joins are checked with the `JoinAuthorizer` given at `init`, synchronously.
+/// 4. `handleBackpressure(id, now:)` when the session's send queue passes its high-water mark
+///    (well before its transport refuses a message: whatever the relay sends must be sent), and
+///    `handleReady(id, now:)` when it drains below its low-water mark.
+/// 5. `handleDurable(room:upTo:now:)` when the store has made the room's log durable up to
+///    a room sequence number (after `.append` outputs; group commit may cover many).
+/// 6. `handleSessionClosed(id, now:)` when the transport ends (peer gone, timeout).
+/// 7. `handleTimeout(now:)` when `pollTimeout()` passes (early or twice is harmless).
+/// After every input: drain `pollOutput()` until nil, acting on each output in order, then
+/// re-arm the timer from `pollTimeout()`. `handleShutdown(now:)` says goodbye to everyone.
+///
+/// ## Rooms and roles
+/// A room is created by its first join. The teacher owns it: draws, may draw while the board
+/// is locked, sends room commands (lock, present page), and grants or revokes the right to
+/// draw (`grantDraw`/`revokeDraw` by user name; the decision outlives reconnects). A presenter
+/// draws; a viewer watches. A batch from a member without the right is refused with an
+/// `error` to that member and nothing else happens. A user name is one author in the room:
+/// a reconnect (or a second device) with the same name draws as the same author, so its undo
+/// reaches its earlier strokes.
+///
+/// ## The log and fan-out
+/// Each accepted batch gets the next `roomSeq` and its author, is folded into the room's
+/// `Board`, appended to the in-memory tail, handed to the store (`.append`), and sent to every
+/// other member in join order, re-encoded against that member's own codec state. Batches are
+/// deduplicated by `(origin, originSeq)`: a batch sent again is not appended twice, and is
+/// acknowledged when durable. The author gets `batchAck` only once the store reports the batch
+/// durable. Each member has a cursor (the last `roomSeq` it was sent or does not need: its own
+/// origin's batches are never sent back to it). A member whose transport pushes back simply
+/// stops advancing; past `maxLiveLag` it is marked for resync, and when its transport is ready
+/// a sync from its cursor (tail, or snapshot when the tail no longer reaches back) brings it
+/// to the head, after which it is live again. Since every delivery is cursor-driven over one
+/// log there is no gap and no duplicate, and a slow member holds back no one.
+///
+/// ## History sync
+/// A joiner says what it has (`JoinHave`). Nothing: a compacted snapshot of the board
+/// (`Board.snapshotBatches`, cached per room and shared by joiners), then the tail. A last
+/// `roomSeq` the in-memory tail still reaches: just the tail. A partial snapshot the room
+/// still caches: the rest of it. Chunks are bounded (`syncChunkBytes`), at most
+/// `syncChunksInFlight` unacknowledged (`syncAck`), and every sync ends with `syncDone` and the
+/// board digest. Sync items are self-contained codec batches (decode each with a fresh state;
+/// they do not touch the live `roomBatch` codec state). Older history (before the in-memory
+/// tail) is served by a snapshot today; a store-backed tail can slot in where the tail sync
+/// finds an entry missing.
+///
+/// ## Legacy members
+/// A HYWhiteboard app is a member like any other (`TransportKind.legacy`): the daemon turns
+/// its frames into `join`/`batch` messages with `LegacyTranslator` (its own codec state
+/// encodes them) and the relay's messages back into legacy text. It sees every other member's
+/// strokes, snapshot included. Its undo and redo name no stroke: the translator maps them to
+/// the app's own last drawn or last undone line, so a legacy user can undo only its own lines
+/// in order, never a single older line, and can never erase one stroke, change page or lock.
+/// Shown undos of other authors are expressible only when they hit the line on top of the
+/// app's single "other side" stack; otherwise the daemon must redraw the page.
+public final class Relay {
+    public let configuration: RelayConfiguration
+    var limits: RelayLimits { configuration.limits }
+    let authorizer: any JoinAuthorizer
+
+    var rooms: [String: RoomState] = [:]
+    var sessions: [SessionID: SessionState] = [:]
+    private var outputs: [RelayOutput] = []
+    private var outputStart = 0
+
+    public init(configuration: RelayConfiguration = RelayConfiguration(), authorizer: any JoinAuthorizer = OpenAuthorizer()) {
+        self.configuration = configuration
+        self.authorizer = authorizer
+    }
+
+    // MARK: outputs
+
+    /// The next thing to do, or nil when there is nothing.
+    public func pollOutput() -> RelayOutput? {
+        guard outputStart < outputs.count else { return nil }
+        let o = outputs[outputStart]
+        outputStart += 1
+        if outputStart == outputs.count {
+            outputs.removeAll(keepingCapacity: true)
+            outputStart = 0
+        }
+        return o
+    }
+
+    /// The earliest instant `handleTimeout` has work (a session that must have joined by then).
+    public func pollTimeout() -> Instant? {
+        var earliest: Instant?
+        for s in sessions.values {
+            if let d = s.joinDeadline, earliest == nil || d < earliest! { earliest = d }
+        }
+        return earliest
+    }
+
+    func emit(_ o: RelayOutput) { outputs.append(o) }
+    func send(_ session: SessionID, _ m: ServerMessage) { outputs.append(.send(session, m)) }
+    func event(_ e: RelayEvent) { outputs.append(.event(e)) }
+
+    func wallMs(_ now: Instant) -> UInt64 { configuration.wallClockAtZeroMs &+ now.microseconds / 1000 }
+
+    // MARK: reading
+
+    /// Names of the rooms held, sorted.
+    public var roomNames: [String] { rooms.keys.sorted() }
+    public func roomHead(_ room: String) -> UInt64? { rooms[room]?.head }
+    public func durableRoomSeq(_ room: String) -> UInt64? { rooms[room]?.durable }
+    public func board(_ room: String) -> Board? { rooms[room]?.board }
+    /// The member joined on `session`: its room, author id and role.
+    public func member(_ session: SessionID) -> (room: String, author: AuthorID, role: MemberRole)? {
+        guard let m = sessions[session]?.member else { return nil }
+        return (m.room, m.author, m.role)
+    }
+    /// Sessions joined to `room`, in join order.
+    public func sessions(in room: String) -> [SessionID] { rooms[room]?.sessions ?? [] }
+    /// The last room sequence number `session` was sent (or skipped as its own).
+    public func cursor(_ session: SessionID) -> UInt64? { sessions[session]?.member?.cursor }
+    /// Whether `session` is receiving live batches (not resyncing or syncing).
+    public func isLive(_ session: SessionID) -> Bool {
+        if case .live = sessions[session]?.member?.mode { return true }
+        return false
+    }
+
+    // MARK: inputs
+
+    public func handleSessionOpened(_ session: SessionID, transport: TransportKind, now: Instant) {
+        guard sessions[session] == nil else { return }
+        guard sessions.count < limits.maxSessions else {
+            send(session, .goingAway(.other, text: "too many sessions"))
+            emit(.close(session, .other))
+            return
+        }
+        sessions[session] = SessionState(id: session, transport: transport, joinDeadline: now + limits.joinTimeout)
+        event(.sessionOpened(session, transport))
+    }
+
+    /// One message as the session delivered it. Malformed bytes get an error on this session
+    /// only.
+    public func handleMessage(_ bytes: [UInt8], from session: SessionID, now: Instant) {
+        guard sessions[session] != nil else { return }
+        let message: ClientMessage
+        do {
+            message = try SessionMessageCodec.decodeClient(bytes)
+        } catch {
+            event(.malformedMessage(session, error))
+            refuse(session, .malformedMessage, originSeq: 0, text: "malformed message: \(error)")
+            return
+        }
+        handle(message, from: session, now: now)
+    }
+
+    /// One decoded (or translated) message of the session.
+    public func handle(_ message: ClientMessage, from session: SessionID, now: Instant) {
+        guard sessions[session] != nil else { return }
+        switch message {
+        case .join(let request): handleJoin(request, from: session, now: now)
+        case .batch(let originSeq, let payload): handleBatch(originSeq: originSeq, payload: payload, from: session, now: now)
+        case .grantDraw(let user): handleDrawRight(user: user, allowed: true, from: session)
+        case .revokeDraw(let user): handleDrawRight(user: user, allowed: false, from: session)
+        case .syncAck(let id, let chunk): handleSyncAck(syncID: id, chunk: chunk, from: session)
+        case .leave: closeSession(session, .left, text: "left")
+        case .unknown: break
+        }
+    }
+
+    public func handleSessionClosed(_ session: SessionID, now: Instant) {
+        guard sessions[session] != nil else { return }
+        removeSession(session)
+    }
+
+    /// The transport's send queue of `session` is full: send it nothing more until `handleReady`.
+    public func handleBackpressure(_ session: SessionID, now: Instant) {
+        sessions[session]?.member?.blocked = true
+    }
+
+    /// The transport of `session` can take more: catch it up.
+    public func handleReady(_ session: SessionID, now: Instant) {
+        guard sessions[session]?.member != nil else { return }
+        sessions[session]!.member!.blocked = false
+        pump(session)
+    }
+
+    /// The store made `room`'s log durable up to `roomSeq`: acknowledge the batches it covers.
+    public func handleDurable(room name: String, upTo roomSeq: UInt64, now: Instant) {
+        guard var room = rooms[name] else { return }
+        let target = min(roomSeq, room.head)
+        guard target > room.durable else { return }
+        room.durable = target
+        let acks = room.takeDurable(upTo: target)
+        rooms[name] = room
+        // Acks are cumulative per origin: one per origin, the latest, in room order.
+        var latest: [UInt64: PendingAck] = [:]
+        for a in acks { latest[a.origin] = a }
+        for a in latest.values.sorted(by: { $0.roomSeq < $1.roomSeq }) {
+            guard let s = room.sessions.first(where: { sessions[$0]?.member?.origin == a.origin }) else { continue }
+            send(s, .batchAck(originSeq: a.originSeq, roomSeq: a.roomSeq))
+        }
+    }
+
+    /// Closes sessions that did not join in time.
+    public func handleTimeout(now: Instant) {
+        let late = sessions.values.filter { $0.joinDeadline.map { $0 <= now } ?? false }.map(\.id).sorted()
+        for s in late { closeSession(s, .idle, text: "no join within \(limits.joinTimeout.microseconds / 1000) ms") }
+    }
+
+    /// Says goodbye to every session (daemon stopping).
+    public func handleShutdown(now: Instant) {
+        for s in sessions.keys.sorted() { closeSession(s, .shuttingDown, text: "daemon shutting down") }
+    }
+
+    // MARK: helpers shared by the extensions
+
+    /// An error to one session; too many and the session is closed.
+    func refuse(_ session: SessionID, _ code: SessionErrorCode, originSeq: UInt64, text: String) {
+        guard sessions[session] != nil else { return }
+        send(session, .error(code, originSeq: originSeq, text: text))
+        sessions[session]!.errors += 1
+        if sessions[session]!.errors > limits.maxErrorsPerSession {
+            closeSession(session, .tooManyErrors, text: "too many errors")
+        }
+    }
+
+    func closeSession(_ session: SessionID, _ reason: GoingAwayReason, text: String) {
+        guard sessions[session] != nil else { return }
+        send(session, .goingAway(reason, text: text))
+        removeSession(session)
+        emit(.close(session, reason))
+    }
+
+    /// Forgets a session; tells the room when the user's last session left.
+    func removeSession(_ session: SessionID) {
+        guard let state = sessions.removeValue(forKey: session) else { return }
+        event(.sessionClosed(session))
+        guard let m = state.member, var room = rooms[m.room] else { return }
+        room.sessions.removeAll { $0 == session }
+        rooms[m.room] = room
+        event(.memberLeft(room: m.room, session: session))
+        let stillThere = room.sessions.contains { sessions[$0]?.member?.user == m.user }
+        if !stillThere {
+            for other in room.sessions {
+                send(other, .member(id: m.author, user: m.user, role: m.role, present: false))
+            }
+        }
+    }
+}

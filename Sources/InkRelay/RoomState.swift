@@ -1,0 +1,125 @@
+// The state of one room: its log head, board, tail, users, producers and pending acks.
+import InkCodec
+import InkProtocol
+
+/// A user the room has seen: keeps its author id (and granted right) across reconnects.
+struct RoomUser {
+    var author: AuthorID
+    var name: String
+    /// The teacher's decision (`grantDraw` true, `revokeDraw` false), overriding the role a
+    /// non-teacher asks for at join; nil until the teacher decides.
+    var drawRight: Bool? = nil
+}
+
+/// What the room knows of one producer, for dedupe and acknowledgement.
+struct OriginState {
+    var lastOriginSeq: UInt64
+    var lastRoomSeq: UInt64
+}
+
+/// A batch appended and not yet durable: its author is acknowledged when it is.
+struct PendingAck {
+    var roomSeq: UInt64
+    var origin: UInt64
+    var originSeq: UInt64
+}
+
+/// A compacted snapshot of the board at `throughRoomSeq`, cut into chunks; shared by every
+/// joiner while it is fresh, and what an interrupted snapshot sync resumes into.
+struct SnapshotCache {
+    var throughRoomSeq: UInt64
+    var digest: UInt64
+    var chunks: [[SyncItem]]
+    var bytes: Int
+}
+
+struct RoomState {
+    let name: String
+    /// Joined sessions, in join order (fan-out order).
+    var sessions: [SessionID] = []
+    /// Users by name, and the name of each author id.
+    var users: [String: RoomUser] = [:]
+    var nextAuthor: UInt32 = 1
+    /// The last room sequence number assigned (0: empty log).
+    var head: UInt64 = 0
+    /// Everything up to this is durable.
+    var durable: UInt64 = 0
+    var board = Board()
+    var tail: RoomTail
+    var origins: [UInt64: OriginState] = [:]
+    var pendingAcks: [PendingAck] = []
+    var pendingStart = 0
+    var snapshot: SnapshotCache?
+    /// The board digest at `digestSeq`, computed when a sync needs it.
+    var digestCache: (seq: UInt64, digest: UInt64)?
+
+    init(name: String, limits: RelayLimits) {
+        self.name = name
+        self.tail = RoomTail(maxEntries: limits.tailBatches, maxBytes: limits.tailBytes)
+    }
+
+    var pendingCount: Int { pendingAcks.count - pendingStart }
+
+    /// The digest of the board at the head (cached until the next append).
+    mutating func headDigest() -> UInt64 {
+        if let c = digestCache, c.seq == head { return c.digest }
+        let d = board.digest
+        digestCache = (head, d)
+        return d
+    }
+
+    /// The user record for `name`, created with the next author id; nil past the user bound.
+    mutating func user(named name: String, limit: Int) -> RoomUser? {
+        if let u = users[name] { return u }
+        guard users.count < limit, nextAuthor < UInt32.max else { return nil }
+        let u = RoomUser(author: AuthorID(nextAuthor), name: name)
+        nextAuthor += 1
+        users[name] = u
+        return u
+    }
+
+    /// Remembers the producer's latest batch; forgets the longest-unseen producer past the bound.
+    mutating func noteOrigin(_ origin: UInt64, originSeq: UInt64, roomSeq: UInt64, limit: Int) {
+        if origins[origin] == nil && origins.count >= max(1, limit) {
+            // Deterministic: the producer whose last batch is oldest (ties: smallest origin).
+            var victim: (UInt64, UInt64)?
+            for (o, s) in origins {
+                if victim == nil || (s.lastRoomSeq, o) < (victim!.1, victim!.0) { victim = (o, s.lastRoomSeq) }
+            }
+            if let v = victim { origins[v.0] = nil }
+        }
+        origins[origin] = OriginState(lastOriginSeq: originSeq, lastRoomSeq: roomSeq)
+    }
+
+    mutating func pushPendingAck(_ ack: PendingAck, limit: Int) -> PendingAck? {
+        pendingAcks.append(ack)
+        var dropped: PendingAck?
+        if pendingCount > max(1, limit) {
+            dropped = pendingAcks[pendingStart]
+            pendingStart += 1
+        }
+        compactPending()
+        return dropped
+    }
+
+    /// Takes the pending acks up to `roomSeq`, oldest first.
+    mutating func takeDurable(upTo roomSeq: UInt64) -> [PendingAck] {
+        var out: [PendingAck] = []
+        while pendingStart < pendingAcks.count && pendingAcks[pendingStart].roomSeq <= roomSeq {
+            out.append(pendingAcks[pendingStart])
+            pendingStart += 1
+        }
+        compactPending()
+        return out
+    }
+
+    private mutating func compactPending() {
+        if pendingStart == pendingAcks.count {
+            pendingAcks.removeAll(keepingCapacity: true)
+            pendingStart = 0
+        } else if pendingStart > 1024 && pendingStart * 2 > pendingAcks.count {
+            pendingAcks.removeFirst(pendingStart)
+            pendingStart = 0
+        }
+    }
+}
