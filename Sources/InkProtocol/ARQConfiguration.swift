@@ -103,5 +103,9 @@ public struct ARQStats: Equatable, Sendable {
     public var bytesInFlight = 0
     public var segmentsInFlight = 0
     public var queuedBytes = 0
+    public var queuedMessages = 0
+    /// Bytes received but not yet taken with `pollEvent` (out of order, reassembling, delivered).
+    public var pendingReceiveBytes = 0
+    public var outOfOrderSegments = 0
     public init() {}
 }

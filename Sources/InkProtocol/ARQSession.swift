@@ -15,6 +15,9 @@ public final class ARQSession: DatagramEndpoint {
     public static let sentDatagramHistory = 1024
     /// Newest in-flight segments examined for redundant copies per datagram.
     public static let redundancyScanDepth = 32
+    /// Bytes each delivered-but-untaken message is charged on top of its size, so a flood of
+    /// empty messages also closes the receive window.
+    public static let deliveredMessageOverhead = 16
 
     public let connectionID: UInt64
     public let configuration: ARQConfiguration
@@ -113,7 +116,7 @@ public final class ARQSession: DatagramEndpoint {
             eventHead = 0
         }
         if case .delivered(let message) = event {
-            pendingReceiveBytes -= message.count
+            pendingReceiveBytes -= message.count + ARQSession.deliveredMessageOverhead
             // Reopen a window we had shrunk: tell the peer at once.
             if hasReceived && lastAdvertisedWindow < configuration.receiveWindow / 2
                 && advertisedWindow() >= configuration.receiveWindow / 2 {
@@ -140,6 +143,9 @@ public final class ARQSession: DatagramEndpoint {
         s.bytesInFlight = bytesInFlight
         s.segmentsInFlight = ledger.count
         s.queuedBytes = queue.queuedBytes
+        s.queuedMessages = queue.messageCount
+        s.pendingReceiveBytes = pendingReceiveBytes
+        s.outOfOrderSegments = receiver.outOfOrder.ranges.reduce(0) { $0 + Int($1.count) }
         return s
     }
 
@@ -525,6 +531,7 @@ public final class ARQSession: DatagramEndpoint {
             }
             if piece.end {
                 events.append(.delivered(reassembly))
+                pendingReceiveBytes += ARQSession.deliveredMessageOverhead
                 counters.messagesDelivered += 1
                 reassembly = []
             }

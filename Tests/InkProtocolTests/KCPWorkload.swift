@@ -78,6 +78,8 @@ struct KCPWorkloadResult {
     var datagramsA = 0
     var bytesA = 0
     var bytesB = 0
+    var statsA = ARQStats()
+    var statsB = ARQStats()
 }
 
 /// KCP's experiment: every 20 ms A sends `[u32 index][u32 sendTime]`, B echoes in order.
@@ -125,5 +127,7 @@ func runKCPWorkload(seed: UInt32, lossPercent: Int = 5, echoes: Int = 1001, conf
     result.datagramsA = link.sent[0]
     result.bytesA = link.bytes[0]
     result.bytesB = link.bytes[1]
+    result.statsA = a.stats
+    result.statsB = b.stats
     return result
 }
