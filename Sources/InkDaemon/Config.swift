@@ -1,3 +1,4 @@
+import InkProtocol
 import InkStore
 import InkUV
 
@@ -7,7 +8,7 @@ public struct DaemonLimits: Sendable, Equatable {
     public var maxRooms = 1024
     public var maxMembersPerRoom = 256
     /// Largest datagram read from a peer; larger ones are dropped and counted.
-    public var maxDatagramBytes = 1400
+    public var maxDatagramBytes = FrameCodec.maxFrameBytes
     /// Largest native TCP frame; a larger announced length closes the connection.
     public var maxFrameBytes = 1 << 20
     /// New native sessions one source address may open per second (token bucket).
@@ -56,7 +57,7 @@ public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
 
 extension DaemonConfig {
     /// Longest room name accepted on the command line (the store's bound).
-    public static let maxRoomNameBytes = StoreLimits.maxRoomNameBytes
+    public static let maxRoomNameBytes = SessionMessageCodec.maxRoomNameBytes
 
     /// Reads flags over the `--config` file over the environment over defaults.
     /// `readFile` returns a file's text or nil (injected so tests need no files).
@@ -184,7 +185,7 @@ extension DaemonConfig {
         limits.maxSessions = try number(one("max-sessions"), "max-sessions", 1...1_000_000, limits.maxSessions)
         limits.maxRooms = try number(one("max-rooms"), "max-rooms", 1...StoreLimits().maxRooms, limits.maxRooms)
         limits.maxMembersPerRoom = try number(one("max-members"), "max-members", 1...65_536, limits.maxMembersPerRoom)
-        limits.maxDatagramBytes = try number(one("max-datagram"), "max-datagram", 64...65_507, limits.maxDatagramBytes)
+        limits.maxDatagramBytes = try number(one("max-datagram"), "max-datagram", FrameCodec.minFrameBytes...FrameCodec.maxFrameBytes, limits.maxDatagramBytes)
         limits.maxFrameBytes = try number(one("max-frame"), "max-frame", 64...(64 << 20), limits.maxFrameBytes)
         limits.newSessionsPerSecond = try number(one("new-sessions-per-second"), "new-sessions-per-second", 1...100_000, limits.newSessionsPerSecond)
         limits.shutdownTimeoutMs = UInt64(try number(one("shutdown-timeout-ms"), "shutdown-timeout-ms", 100...600_000, Int(limits.shutdownTimeoutMs)))

@@ -16,7 +16,8 @@ public final class Daemon {
     let notifier: SystemdNotifier
     let metrics = DaemonMetrics()
     let store: SQLiteRoomLogStore
-    let hub: RoomHub
+    let driver: RelayDriver
+    let authorizer: DaemonAuthorizer
     let legacyContext: LegacyContext
     var tokenVerifier: TokenVerifier?
     var legacyListeners: [LegacyListener] = []
@@ -55,9 +56,14 @@ public final class Daemon {
             throw ConfigError("cannot open the room log \(path): \(error)")
         }
         logger.info("room log opened", ["path": path, "durability": config.durability.rawValue, "retain": config.retain])
-        hub = RoomHub(store: store, logger: logger, metrics: metrics, limits: config.limits)
-        hub.reopen()
-        legacyContext = LegacyContext(loop: loop, hub: hub, logger: logger, metrics: metrics, limits: config.limits)
+        authorizer = DaemonAuthorizer(verifier: tokenVerifier)
+        do {
+            driver = try RelayDriver(loop: loop, store: store, logger: logger, metrics: metrics, limits: config.limits, authorizer: authorizer)
+        } catch {
+            throw ConfigError("relay timer: \(error)")
+        }
+        driver.restoreRooms()
+        legacyContext = LegacyContext(loop: loop, driver: driver, logger: logger, metrics: metrics, limits: config.limits)
     }
 
     static func loadTokenVerifier(_ config: DaemonConfig) throws(ConfigError) -> TokenVerifier? {
@@ -120,13 +126,13 @@ public final class Daemon {
     }
 
     func statusText() -> String {
-        "\(hub.roomCount) rooms, \(hub.memberCount) members, \(udp.reduce(0) { $0 + $1.sessionCount } + tcp.reduce(0) { $0 + $1.sessionCount }) native sessions"
+        "\(driver.roomCount) rooms, \(driver.memberCount) members, \(driver.sessionCount) sessions"
     }
 
     /// The writer thread committed: collect durable marks and failures.
     func storeProgressed() {
         wakeup.drain()
-        _ = store.pollDurable()
+        driver.durable(store.pollDurable())
         for failure in store.pollFailures() {
             metrics.errors(kind: failure.isDiskFull ? "disk_full" : "store").increment()
             logger.error("room log write failed; retrying", ["error": failure])
@@ -144,8 +150,8 @@ public final class Daemon {
     }
 
     func refreshGauges() {
-        metrics.rooms.set(hub.roomCount)
-        metrics.members.set(hub.memberCount)
+        metrics.rooms.set(driver.roomCount)
+        metrics.members.set(driver.memberCount)
         let usage = store.usage
         metrics.historyBytes.set(usage.historyBytes)
         metrics.storePending.set(usage.pendingOps)

@@ -45,7 +45,7 @@ final class LegacyListener {
 /// What every legacy peer shares: the loop, the rooms, logging and metrics, the timing.
 final class LegacyContext {
     let loop: EventLoop
-    let hub: RoomHub
+    let driver: RelayDriver
     let logger: Logger
     let metrics: DaemonMetrics
     var heartbeatMicroseconds: UInt64
@@ -54,9 +54,9 @@ final class LegacyContext {
     /// connection after a restart never look like duplicates of an earlier one.
     let originBase: UInt64
 
-    init(loop: EventLoop, hub: RoomHub, logger: Logger, metrics: DaemonMetrics, limits: DaemonLimits) {
+    init(loop: EventLoop, driver: RelayDriver, logger: Logger, metrics: DaemonMetrics, limits: DaemonLimits) {
         self.loop = loop
-        self.hub = hub
+        self.driver = driver
         self.logger = logger
         self.metrics = metrics
         heartbeatMicroseconds = limits.legacyHeartbeatMs * 1000

@@ -1,16 +1,20 @@
 import InkCodec
+import InkProtocol
+import InkRelay
 import InkUV
 
-/// One connected HYWhiteboard app (docs/legacy-hywhiteboard.md).
+/// One connected HYWhiteboard app (docs/legacy-hywhiteboard.md), a relay member like any other.
 ///
 /// - Framing: `LegacyFrameDecoder` over every read; a broken stream closes this peer only.
 /// - Heartbeats: `27 11` every `heartbeatMicroseconds`; a peer that sends no heartbeat for
 ///   `timeoutMicroseconds` is dropped (data frames do not count, as in the app).
-/// - Inbound: the text messages of one read become one batch of this peer's author.
-/// - Outbound: other authors' batches go through its `LegacyTranslator`; when the translator
-///   cannot express a change it repaints the app from the board. On connect the app receives
-///   the current board the same way.
-final class LegacyPeer: RoomMember {
+/// - Inbound: the daemon joins the listener's room for the app (as a presenter named
+///   `legacy-N@ADDRESS`); the text messages of one read become one batch.
+/// - Outbound: sync chunks and live batches of other authors go through its `LegacyTranslator`;
+///   when the translator cannot express a change it repaints the app from this peer's own fold
+///   of what it was sent. A snapshot sync starts with a clear, so on connect the app shows
+///   exactly the room's board.
+final class LegacyPeer: RelaySessionTransport {
     let connection: TCPConnection
     let room: String
     let number: UInt64
@@ -18,13 +22,17 @@ final class LegacyPeer: RoomMember {
     private let onClosed: (LegacyPeer) -> Void
     private var decoder = LegacyFrameDecoder()
     private var translator: LegacyTranslator?
+    /// What the app has been sent and drawn, folded: the source of a repaint.
+    private var board = Board()
+    private var liveCodec = BinaryCodecState()
+    private var session: SessionID?
     private var timer: LoopTimer?
     private var lastHeartbeatHeard: UInt64 = 0
     private var nextHeartbeatSend: UInt64 = 0
     private var originSeq: UInt64 = 0
     private var remote = "?"
-    private var user = ""
     private var closed = false
+    private var counted = false
 
     init(connection: TCPConnection, room: String, number: UInt64, context: LegacyContext, onClosed: @escaping (LegacyPeer) -> Void) {
         self.connection = connection
@@ -34,26 +42,11 @@ final class LegacyPeer: RoomMember {
         self.onClosed = onClosed
     }
 
-    private var author: AuthorID? { translator?.author }
+    private var origin: UInt64 { context.originBase | number }
 
     func start() {
         remote = connection.remoteAddress?.description ?? "?"
-        user = "legacy-\(number)@\(remote)"
         try? connection.setNoDelay(true)
-        let board: Board
-        do {
-            let (author, current) = try context.hub.join(room, member: self)
-            translator = LegacyTranslator(author: author)
-            board = current
-        } catch {
-            context.metrics.refusedJoins.labels(error == .tooManyRooms(limit: context.hub.limits.maxRooms) ? "too_many_rooms" : "room_full").increment()
-            context.logger.warning("legacy device refused", ["room": room, "remote": remote, "reason": error])
-            connection.close()
-            onClosed(self)
-            return
-        }
-        context.metrics.sessions.labels("legacy").add(1)
-        context.logger.info("legacy device joined", ["room": room, "remote": remote, "author": author!.rawValue])
         let now = context.loop.now
         lastHeartbeatHeard = now
         nextHeartbeatSend = now + context.heartbeatMicroseconds
@@ -66,18 +59,24 @@ final class LegacyPeer: RoomMember {
             return
         }
         connection.onError = { [weak self] error in self?.close(reason: "write failed: \(error)") }
-        if !board.visibleStrokes(on: .first).isEmpty, var translator {
-            let messages = translator.redraw(board)
-            self.translator = translator
-            send(messages)
-        }
+        context.metrics.sessions.labels("legacy").add(1)
+        counted = true
+        let session = context.driver.open(self, kind: .legacy)
+        self.session = session
+        guard !closed else { return }
+        context.driver.authorizer.trust(origin)
+        // User names carry no ':' (the relay's author label separator).
+        let user = "legacy-\(number)@" + String(remote.map { $0 == ":" ? "_" : $0 })
+        let join = JoinRequest(room: room, user: user, role: .presenter, origin: origin, have: .nothing)
+        context.driver.handle(.join(join), from: session)
+        context.driver.authorizer.forget(origin)
         armTimer()
     }
 
     // MARK: inbound
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
-        guard !closed, var translator else { return }
+        guard !closed else { return }
         context.metrics.bytesReceived.labels("legacy").increment(by: UInt64(bytes.count))
         var commands: [TimedCommand] = []
         let nowMs = WallClock.milliseconds()
@@ -88,12 +87,14 @@ final class LegacyPeer: RoomMember {
                 case .heartbeat:
                     lastHeartbeatHeard = context.loop.now
                 case .data(let command, let payload) where command == LegacyFrame.textCommand:
+                    guard var translator else { continue }  // not joined (yet): nothing to draw as
                     do {
                         let message = try LegacyMessage(parsing: payload[...])
                         commands.append(translator.timedCommand(from: message, timeMs: nowMs))
+                        self.translator = translator
                         context.metrics.legacyMessages.labels("in").increment()
                         if commands.count == Batch.maxCommands {
-                            submit(commands, nowMs: nowMs, author: translator.author)
+                            submit(commands)
                             commands = []
                         }
                     } catch {
@@ -106,27 +107,72 @@ final class LegacyPeer: RoomMember {
                 }
             }
         } catch {
-            self.translator = translator
-            submit(commands, nowMs: nowMs, author: translator.author)
+            submit(commands)
             context.metrics.errors(kind: "legacy_frame").increment()
             close(reason: "bad frame: \(error)")
             return
         }
-        self.translator = translator
-        submit(commands, nowMs: nowMs, author: translator.author)
+        submit(commands)
     }
 
-    private func submit(_ commands: [TimedCommand], nowMs: UInt64, author: AuthorID) {
-        guard !commands.isEmpty else { return }
+    private func submit(_ commands: [TimedCommand]) {
+        guard !commands.isEmpty, !closed, let session, let author = translator?.author else { return }
+        let batch = Batch(author: author, commands: commands)
+        var state = BinaryCodecState()
+        guard let payload = try? BinaryBatchCodec.encode(batch, state: &state, selfContained: true) else {
+            context.metrics.errors(kind: "encode").increment()
+            return
+        }
+        board.apply(batch)
         originSeq += 1
-        context.hub.submit(Batch(author: author, commands: commands), room: room, user: user,
-                           origin: context.originBase | number, originSeq: originSeq, nowMs: nowMs)
+        context.driver.handle(.batch(originSeq: originSeq, payload: payload), from: session)
     }
 
     // MARK: outbound
 
-    func deliver(_ batch: Batch, board: Board) {
-        guard !closed, var translator else { return }
+    func deliver(_ message: ServerMessage) {
+        guard !closed else { return }
+        switch message {
+        case .joinAccepted(let member, let role, _, _):
+            translator = LegacyTranslator(author: member)
+            context.logger.info("legacy device joined", ["room": room, "remote": remote, "author": member.rawValue, "role": role])
+        case .joinRefused(let reason, let text):
+            context.logger.warning("legacy device refused", ["room": room, "remote": remote, "reason": "\(reason)", "text": text])
+        case .syncBegin(let begin):
+            if begin.mode == .snapshot {
+                board = Board()
+                if begin.throughRoomSeq > 0, var translator {
+                    send(translator.redraw(board))
+                    self.translator = translator
+                }
+            }
+        case .syncChunk(let syncID, let index, let items):
+            for item in items {
+                var fresh = BinaryCodecState()
+                guard let batch = try? BinaryBatchCodec.decode(item.payload, state: &fresh) else {
+                    context.metrics.errors(kind: "sync_decode").increment()
+                    continue
+                }
+                show(Batch(author: item.author, commands: batch.commands))
+            }
+            if let session { context.driver.handle(.syncAck(syncID: syncID, chunk: index), from: session) }
+        case .roomBatch(let roomBatch):
+            guard let batch = try? BinaryBatchCodec.decode(roomBatch.payload, state: &liveCodec) else {
+                context.metrics.errors(kind: "live_decode").increment()
+                return
+            }
+            show(Batch(author: roomBatch.author, commands: batch.commands))
+        case .error(let code, _, let text):
+            context.logger.debug("legacy batch refused", ["remote": remote, "code": "\(code)", "text": text])
+        case .batchAck, .member, .syncDone, .goingAway, .unknown:
+            break
+        }
+    }
+
+    /// Another author's batch: fold it, translate it for the app.
+    private func show(_ batch: Batch) {
+        guard var translator else { return }
+        board.apply(batch)
         var messages: [LegacyMessage] = []
         for timed in batch.commands {
             messages.append(contentsOf: translator.messages(for: timed.command, author: batch.author))
@@ -134,6 +180,11 @@ final class LegacyPeer: RoomMember {
         if translator.needsRedraw { messages.append(contentsOf: translator.redraw(board)) }
         self.translator = translator
         send(messages)
+    }
+
+    func relayClosed(_ reason: GoingAwayReason) {
+        session = nil
+        close(reason: "relay closed the session: \(reason)")
     }
 
     private func send(_ messages: [LegacyMessage]) {
@@ -183,11 +234,14 @@ final class LegacyPeer: RoomMember {
     func close(reason: String) {
         guard !closed else { return }
         closed = true
-        if let author { context.hub.leave(room, author: author) }
-        if translator != nil { context.metrics.sessions.labels("legacy").add(-1) }
         timer?.close()
         connection.close()
+        if counted { context.metrics.sessions.labels("legacy").add(-1) }
         context.logger.info("legacy device left", ["room": room, "remote": remote, "reason": reason])
+        if let session {
+            self.session = nil
+            context.driver.transportClosed(session)
+        }
         onClosed(self)
     }
 }

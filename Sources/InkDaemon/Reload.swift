@@ -22,16 +22,18 @@ extension Daemon {
             logger.warning("reload ignores settings that need a restart", ["settings": restartOnly.joined(separator: ",")])
         }
         tokenVerifier = verifier
+        authorizer.verifier = verifier
         logger.level = next.logLevel
         config.logLevel = next.logLevel
         config.tokenSecretFile = next.tokenSecretFile
         var limits = next.limits
         limits.shutdownTimeoutMs = config.limits.shutdownTimeoutMs
+        limits.maxRooms = config.limits.maxRooms
+        limits.maxMembersPerRoom = config.limits.maxMembersPerRoom
         config.limits = limits
-        hub.limits = limits
         legacyContext.apply(limits)
         logger.notice("reloaded", ["log_level": next.logLevel, "tokens": verifier == nil ? "open" : "required",
-                                   "max_sessions": limits.maxSessions, "max_members": limits.maxMembersPerRoom])
+                                   "max_sessions": limits.maxSessions])
     }
 
     private func restartOnlyChanges(from old: DaemonConfig, to new: DaemonConfig) -> [String] {
@@ -44,6 +46,9 @@ extension Daemon {
         if old.retain != new.retain { changed.append("retain") }
         if old.metrics != new.metrics { changed.append("metrics") }
         if old.limits.shutdownTimeoutMs != new.limits.shutdownTimeoutMs { changed.append("shutdown-timeout-ms") }
+        // The relay's room bounds are fixed for its life.
+        if old.limits.maxRooms != new.limits.maxRooms { changed.append("max-rooms") }
+        if old.limits.maxMembersPerRoom != new.limits.maxMembersPerRoom { changed.append("max-members") }
         return changed
     }
 }

@@ -16,7 +16,9 @@ extension Daemon {
         ShutdownWatchdog.arm(milliseconds: config.limits.shutdownTimeoutMs)
         for listener in legacyListeners { listener.stopAccepting() }
         for transport in tcp { transport.stopAccepting() }
-        for transport in udp { transport.sayGoodbye() }
+        for transport in udp { transport.stopAccepting() }
+        // Every session gets `goingAway`; ARQ sessions linger to deliver it.
+        driver.shutdown()
         do {
             let grace = try LoopTimer(loop: loop)
             grace.start(afterMicroseconds: Daemon.goodbyeGraceMicroseconds) { [weak self] in self?.finishShutdown() }

@@ -1,3 +1,5 @@
+import InkProtocol
+import InkRelay
 import InkUV
 
 /// The native TCP listener: session messages in length-prefixed frames (`StreamFrameDecoder`),
@@ -41,14 +43,19 @@ final class TCPTransport {
     }
 }
 
-/// One native TCP connection.
-final class NativeStreamConnection {
+/// One native TCP connection: one relay session; the stream's write queue is its backpressure.
+final class NativeStreamConnection: RelaySessionTransport {
     let connection: TCPConnection
     unowned let daemon: Daemon
     private let onClosed: (NativeStreamConnection) -> Void
     private var decoder: StreamFrameDecoder
     private var remote = "?"
     private var closed = false
+    private var session: SessionID?
+    private var blocked = false
+
+    /// Queued bytes above which the relay is told to hold back (it resumes when the queue drains).
+    static let backpressureHighBytes = 1 << 20
 
     init(connection: TCPConnection, daemon: Daemon, onClosed: @escaping (NativeStreamConnection) -> Void) {
         self.connection = connection
@@ -62,6 +69,13 @@ final class NativeStreamConnection {
         daemon.metrics.sessions.labels("tcp").add(1)
         try? connection.setNoDelay(true)
         connection.onError = { [weak self] error in self?.close(reason: "write failed: \(error)") }
+        connection.onDrain = { [weak self] in
+            guard let self, self.blocked, let session = self.session else { return }
+            self.blocked = false
+            self.daemon.driver.ready(session)
+        }
+        session = daemon.driver.open(self, kind: .tcp)
+        guard !closed else { return }
         do {
             try connection.startReading({ [weak self] bytes in self?.received(bytes) },
                                         onEnd: { [weak self] error in self?.close(reason: error.map { "read failed: \($0)" } ?? "peer closed") })
@@ -87,19 +101,30 @@ final class NativeStreamConnection {
 
     /// One session message from the device.
     private func handle(_ message: [UInt8]) {
-        // The session message layer (InkRelay) is not wired yet: nothing is understood.
-        daemon.metrics.errors(kind: "unhandled_message").increment()
+        if let session { daemon.driver.message(message, from: session) }
     }
 
-    func send(_ message: [UInt8]) {
+    func deliver(_ message: ServerMessage) {
         guard !closed else { return }
-        let bytes = StreamFrameDecoder.frame(message)
+        let bytes = StreamFrameDecoder.frame(SessionMessageCodec.encode(message))
         do {
-            try connection.write(bytes)
+            let queued = try connection.write(bytes)
             daemon.metrics.bytesSent.labels("tcp").increment(by: UInt64(bytes.count))
+            if !blocked && queued > NativeStreamConnection.backpressureHighBytes, let session {
+                blocked = true
+                daemon.driver.backpressure(session)
+            }
         } catch {
             close(reason: error.code == UVError.noBufferSpace ? "peer too slow (write queue full)" : "write failed: \(error)")
         }
+    }
+
+    /// The relay is done with the session: send what is queued (its goodbye), then FIN.
+    func relayClosed(_ reason: GoingAwayReason) {
+        session = nil
+        guard !closed else { return }
+        connection.stopReading()
+        connection.shutdown { [weak self] _ in self?.close(reason: "session closed: \(reason)") }
     }
 
     func close(reason: String) {
@@ -108,6 +133,10 @@ final class NativeStreamConnection {
         daemon.metrics.sessions.labels("tcp").add(-1)
         connection.close()
         daemon.logger.info("tcp connection closed", ["remote": remote, "reason": reason])
+        if let session {
+            self.session = nil
+            daemon.driver.transportClosed(session)
+        }
         onClosed(self)
     }
 }

@@ -1,14 +1,27 @@
+import InkProtocol
+import InkRelay
 import InkUV
 
-/// The native UDP listener: datagrams of ARQ sessions, keyed by connection id.
+/// The native UDP listener: datagrams of ARQ sessions, found by connection id (not by address,
+/// so a device that roams keeps its session).
+///
+/// A datagram with an unknown connection id opens a session only if it is a well-formed data
+/// frame, the daemon has room (`maxSessions`) and its source host is within its rate of new
+/// sessions. Anything else is dropped and counted; no reply goes to an unknown sender.
 final class UDPTransport {
     let socket: UDPSocket
     unowned let daemon: Daemon
-    private(set) var sessionCount = 0
+    private(set) var sessions: [UInt64: NativeDatagramSession] = [:]
+    private var recentlyClosed = RecentIDs(capacity: UDPTransport.closedRemembered)
+    private var newSessionRate: SourceRateLimiter
+
+    /// Connection ids of closed sessions remembered, so their stragglers open nothing.
+    static let closedRemembered = 4096
 
     init(socket: UDPSocket, daemon: Daemon) throws(UVError) {
         self.socket = socket
         self.daemon = daemon
+        newSessionRate = SourceRateLimiter(perSecond: daemon.config.limits.newSessionsPerSecond)
         socket.onError = { [weak daemon] error in
             daemon?.metrics.errors(kind: "udp_socket").increment()
             daemon?.logger.debug("udp error", ["error": error])
@@ -17,25 +30,136 @@ final class UDPTransport {
     }
 
     var localAddress: SocketAddress? { try? socket.localAddress }
+    var sessionCount: Int { sessions.count }
 
-    private func receive(_ bytes: UnsafeRawBufferPointer, from peer: SocketAddress) {
-        daemon.metrics.datagramsReceived.increment()
-        daemon.metrics.bytesReceived.labels("udp").increment(by: UInt64(bytes.count))
-        guard bytes.count <= daemon.config.limits.maxDatagramBytes else {
-            daemon.metrics.errors(kind: "oversized_datagram").increment()
+    private func receive(_ buffer: UnsafeRawBufferPointer, from peer: SocketAddress) {
+        let metrics = daemon.metrics
+        metrics.datagramsReceived.increment()
+        metrics.bytesReceived.labels("udp").increment(by: UInt64(buffer.count))
+        guard buffer.count <= daemon.config.limits.maxDatagramBytes else {
+            metrics.errors(kind: "oversized_datagram").increment()
             return
         }
-        // No native session layer yet: every datagram is dropped and counted.
-        daemon.metrics.errors(kind: "garbage_datagram").increment()
+        let bytes = Array(buffer)
+        guard let connectionID = FrameCodec.connectionID(of: bytes) else {
+            metrics.errors(kind: "garbage_datagram").increment()
+            return
+        }
+        if let session = sessions[connectionID] {
+            session.receive(bytes, from: peer)
+            return
+        }
+        guard let frame = try? FrameCodec.decode(bytes), frame.kind == .data else {
+            metrics.errors(kind: "garbage_datagram").increment()
+            return
+        }
+        guard !recentlyClosed.contains(connectionID) else {
+            metrics.errors(kind: "closed_session_datagram").increment()
+            return
+        }
+        guard sessions.count < daemon.config.limits.maxSessions else {
+            metrics.errors(kind: "too_many_sessions").increment()
+            return
+        }
+        newSessionRate.perSecond = daemon.config.limits.newSessionsPerSecond
+        guard newSessionRate.allow(peer, nowMicroseconds: daemon.loop.now) else {
+            metrics.errors(kind: "session_rate_limited").increment()
+            return
+        }
+        let session: NativeDatagramSession
+        do {
+            session = try NativeDatagramSession(connectionID: connectionID, address: peer, transport: self)
+        } catch {
+            metrics.errors(kind: "session_setup").increment()
+            return
+        }
+        sessions[connectionID] = session
+        metrics.sessions.labels("udp").add(1)
+        session.start()
+        session.receive(bytes, from: peer)
     }
 
-    func refreshMetrics() {}
+    /// Sends one datagram of a session.
+    func send(_ datagram: [UInt8], to address: SocketAddress) {
+        do {
+            try socket.send(datagram, to: address)
+            daemon.metrics.datagramsSent.increment()
+            daemon.metrics.bytesSent.labels("udp").increment(by: UInt64(datagram.count))
+        } catch {
+            daemon.metrics.errors(kind: "udp_send").increment()
+        }
+    }
 
-    func close() { socket.close() }
+    /// A session ended: forget it, remember its id.
+    func remove(_ session: NativeDatagramSession) {
+        guard sessions.removeValue(forKey: session.connectionID) != nil else { return }
+        recentlyClosed.insert(session.connectionID)
+        daemon.metrics.sessions.labels("udp").add(-1)
+    }
+
+    /// Samples RTT and retransmissions of every session (housekeeping).
+    func refreshMetrics() {
+        for id in sessions.keys.sorted() { sessions[id]!.sampleMetrics(daemon.metrics) }
+    }
+
+    /// Stops taking new sessions (shutdown); existing ones finish their goodbye.
+    func stopAccepting() { newSessionRate.perSecond = 0 }
+
+    func close() {
+        for id in sessions.keys.sorted() { sessions[id]?.terminate(reason: "daemon stopping") }
+        socket.close()
+    }
 }
 
+/// A bounded set of ids that forgets the oldest first.
+struct RecentIDs {
+    let capacity: Int
+    private var order: [UInt64] = []
+    private var head = 0
+    private var members: Set<UInt64> = []
 
-extension UDPTransport {
-    /// Tells every session the daemon is going away (before `close`).
-    func sayGoodbye() {}
+    init(capacity: Int) { self.capacity = capacity }
+
+    func contains(_ id: UInt64) -> Bool { members.contains(id) }
+
+    mutating func insert(_ id: UInt64) {
+        guard !members.contains(id) else { return }
+        if order.count < capacity {
+            order.append(id)
+        } else {
+            members.remove(order[head])
+            order[head] = id
+            head = (head + 1) % capacity
+        }
+        members.insert(id)
+    }
+}
+
+/// New sessions per source host: a token bucket per host, `perSecond` tokens a second,
+/// bursts up to the same. The table is bounded; when full it starts over (a flood of spoofed
+/// hosts then only resets the buckets, it never grows memory).
+struct SourceRateLimiter {
+    var perSecond: Int
+    private var buckets: [SocketAddress: (tokens: Double, at: UInt64)] = [:]
+    /// Most source hosts tracked.
+    static let maximumHosts = 16_384
+
+    init(perSecond: Int) { self.perSecond = perSecond }
+
+    mutating func allow(_ peer: SocketAddress, nowMicroseconds now: UInt64) -> Bool {
+        guard perSecond > 0 else { return false }
+        let host = peer.withPort(0)
+        let capacity = Double(perSecond)
+        var bucket = buckets[host] ?? (capacity, now)
+        bucket.tokens = min(capacity, bucket.tokens + Double(now &- bucket.at) / 1_000_000 * capacity)
+        bucket.at = now
+        guard bucket.tokens >= 1 else {
+            buckets[host] = bucket
+            return false
+        }
+        bucket.tokens -= 1
+        if buckets[host] == nil && buckets.count >= SourceRateLimiter.maximumHosts { buckets.removeAll() }
+        buckets[host] = bucket
+        return true
+    }
 }

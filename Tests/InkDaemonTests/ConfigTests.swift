@@ -39,7 +39,7 @@ import InkUV
         (["--retain", "some"], "--retain 'some': expected full or board"),
         (["--metrics", "host:80"], "--metrics: invalid address 'host:80': host must be an IPv4 address, localhost, or [IPv6]"),
         (["--config", "/missing"], "--config /missing: cannot read the file"),
-        (["--legacy", "127.0.0.1:1="], "--legacy '127.0.0.1:1=': ROOM must be 1 to 128 bytes without control characters"),
+        (["--legacy", "127.0.0.1:1="], "--legacy '127.0.0.1:1=': ROOM must be 1 to 64 bytes without control characters"),
     ])
     func errors(arguments: [String], message: String) {
         #expect(throws: ConfigError(message)) { try parse(arguments) }

@@ -17,6 +17,7 @@ import Testing
 
     @Test func twoDevicesSeeEachOthersStrokesExactly() throws {
         let (daemon, port) = try Self.start("pair")
+        defer { withExtendedLifetime(daemon) {} }
         let a = try LegacyTestClient(port: port)
         let b = try LegacyTestClient(port: port)
         #expect(daemon.waitForLine(containing: "author=2") != nil)
@@ -37,6 +38,7 @@ import Testing
 
     @Test func threeDevicesEachSeeTheOthers() throws {
         let (daemon, port) = try Self.start("three")
+        defer { withExtendedLifetime(daemon) {} }
         let devices = try (0..<3).map { _ in try LegacyTestClient(port: port) }
         #expect(daemon.waitForLine(containing: "author=3") != nil)
         devices[0].send(Self.stroke)
@@ -51,6 +53,7 @@ import Testing
 
     @Test func lateDeviceReceivesTheBoard() throws {
         let (daemon, port) = try Self.start("late")
+        defer { withExtendedLifetime(daemon) {} }
         let a = try LegacyTestClient(port: port)
         #expect(daemon.waitForLine(containing: "author=1") != nil)
         a.send(Self.stroke)
@@ -64,6 +67,7 @@ import Testing
 
     @Test func silentDeviceIsDroppedAndHeartbeatsKeepOneAlive() throws {
         let (daemon, port) = try Self.start("silent", extra: Self.fastTiming)
+        defer { withExtendedLifetime(daemon) {} }
         let silent = try LegacyTestClient(port: port)
         let chatty = try LegacyTestClient(port: port)
         let talker = try LegacyTestClient(port: port)
@@ -88,6 +92,7 @@ import Testing
         let directory = DaemonProcess.scratchDirectory("restart")
         do {
             let (daemon, port) = try Self.start("restart", dataDir: directory)
+            defer { withExtendedLifetime(daemon) {} }
             let a = try LegacyTestClient(port: port)
             let b = try LegacyTestClient(port: port)
             #expect(daemon.waitForLine(containing: "author=2") != nil)
@@ -97,6 +102,7 @@ import Testing
             #expect(daemon.waitExit() == 0)
         }
         let (daemon, port) = try Self.start("restart", dataDir: directory)
+        defer { withExtendedLifetime(daemon) {} }
         #expect(daemon.log.contains("msg=\"room reopened\" room=lesson"))
         let c = try LegacyTestClient(port: port)
         #expect(c.receive(count: 5) == ["6"] + Self.stroke)

@@ -1,0 +1,233 @@
+import InkProtocol
+import InkRelay
+import InkUV
+
+/// One native device over UDP: an `ARQSession` carrying session messages, one relay session,
+/// one timer re-armed from the ARQ's `pollTimeout`.
+///
+/// Roaming: a valid datagram of this connection id from a new address moves the session there.
+/// Amplification: until an address proves it receives (a datagram from it echoes the timestamp
+/// of a datagram we sent it), the bytes sent to it never exceed the bytes received from it;
+/// datagrams beyond that wait (`maxHeldDatagrams`) for more to arrive.
+final class NativeDatagramSession: RelaySessionTransport {
+    let connectionID: UInt64
+    private(set) var address: SocketAddress
+    private let arq: ARQSession
+    private unowned let transport: UDPTransport
+    private var daemon: Daemon { transport.daemon }
+    private var session: SessionID?
+    private var path = PathBudget()
+    private var held: [[UInt8]] = []
+    private var timer: LoopTimer?
+    private var flushing = false
+    private var flushAgain = false
+    private var blocked = false
+    /// Set when the relay closed the session: deliver the goodbye, then close.
+    private var lingerUntil: UInt64?
+    private var ended = false
+    private var reportedRetransmissions = 0
+
+    /// Datagrams waiting for the amplification budget; more are dropped (the ARQ resends).
+    static let maxHeldDatagrams = 64
+    /// Queued bytes above which the relay is told to hold back, and below which to resume.
+    static let backpressureHighBytes = 1 << 20
+    static let backpressureLowBytes = 256 << 10
+    /// How long a closed session keeps retransmitting its goodbye.
+    static let lingerMicroseconds: UInt64 = 1_000_000
+
+    init(connectionID: UInt64, address: SocketAddress, transport: UDPTransport) throws(UVError) {
+        self.connectionID = connectionID
+        self.address = address
+        self.transport = transport
+        arq = ARQSession(connectionID: connectionID, configuration: ARQConfiguration(), now: Instant(microseconds: transport.daemon.loop.now))
+        timer = try LoopTimer(loop: transport.daemon.loop)
+    }
+
+    func start() {
+        session = daemon.driver.open(self, kind: .udp)
+    }
+
+    // MARK: input
+
+    func receive(_ datagram: [UInt8], from peer: SocketAddress) {
+        guard !ended else { return }
+        if peer != address {
+            // Only a datagram the ARQ would accept may move the session.
+            guard let frame = try? FrameCodec.decode(datagram), frame.connectionID == connectionID else {
+                daemon.metrics.errors(kind: "garbage_datagram").increment()
+                return
+            }
+            daemon.logger.info("session moved", ["connection": connectionID, "from": address, "to": peer])
+            address = peer
+            path = PathBudget()
+            held = []
+            path.noteReceived(datagram, frame: frame)
+        } else {
+            path.noteReceived(datagram, frame: nil)
+        }
+        arq.handleDatagram(datagram, now: Instant(microseconds: daemon.loop.now))
+        releaseHeld()
+        flush()
+    }
+
+    // MARK: relay -> device
+
+    func deliver(_ message: ServerMessage) {
+        guard !ended else { return }
+        do {
+            try arq.send(SessionMessageCodec.encode(message))
+        } catch {
+            daemon.metrics.errors(kind: "arq_send").increment()
+            terminate(reason: "send failed: \(error)")
+            return
+        }
+        flush()
+    }
+
+    func relayClosed(_ reason: GoingAwayReason) {
+        session = nil
+        guard !ended else { return }
+        lingerUntil = daemon.loop.now + NativeDatagramSession.lingerMicroseconds
+        flush()
+    }
+
+    // MARK: pumping
+
+    private func flush() {
+        if flushing {
+            flushAgain = true
+            return
+        }
+        flushing = true
+        repeat {
+            flushAgain = false
+            let now = Instant(microseconds: daemon.loop.now)
+            while let datagram = arq.pollTransmit(now: now) { transmit(datagram) }
+            while !ended, let event = arq.pollEvent() { handle(event) }
+        } while flushAgain && !ended
+        flushing = false
+        guard !ended else { return }
+        if let lingerUntil, arq.isIdle || daemon.loop.now >= lingerUntil {
+            arq.close()
+            let now = Instant(microseconds: daemon.loop.now)
+            while let datagram = arq.pollTransmit(now: now) { transmit(datagram) }
+            terminate(reason: "closed")
+            return
+        }
+        updateBackpressure()
+        armTimer()
+    }
+
+    private func handle(_ event: ARQEvent) {
+        switch event {
+        case .delivered(let message):
+            if let session { daemon.driver.message(message, from: session) }
+        case .peerClosed:
+            terminate(reason: "device closed the session")
+        case .peerUnreachable:
+            terminate(reason: "device unreachable")
+        case .failed(let error):
+            daemon.metrics.errors(kind: "arq_failed").increment()
+            terminate(reason: "protocol error: \(error)")
+        case .peerReachable:
+            break
+        }
+    }
+
+    private func transmit(_ datagram: [UInt8]) {
+        if path.allows(datagram.count) {
+            path.noteSent(datagram)
+            transport.send(datagram, to: address)
+        } else if held.count < NativeDatagramSession.maxHeldDatagrams {
+            daemon.metrics.errors(kind: "amplification_held").increment()
+            held.append(datagram)
+        }
+    }
+
+    private func releaseHeld() {
+        while let first = held.first, path.allows(first.count) {
+            held.removeFirst()
+            path.noteSent(first)
+            transport.send(first, to: address)
+        }
+    }
+
+    private func updateBackpressure() {
+        guard let session else { return }
+        let queued = arq.stats.queuedBytes
+        if !blocked && queued > NativeDatagramSession.backpressureHighBytes {
+            blocked = true
+            daemon.driver.backpressure(session)
+        } else if blocked && queued < NativeDatagramSession.backpressureLowBytes {
+            blocked = false
+            daemon.driver.ready(session)
+        }
+    }
+
+    private func armTimer() {
+        guard let timer, !ended else { return }
+        var deadline = arq.pollTimeout()?.microseconds
+        if let lingerUntil { deadline = min(deadline ?? lingerUntil, lingerUntil) }
+        guard let deadline else {
+            timer.stop()
+            return
+        }
+        timer.start(atMicroseconds: deadline) { [weak self] in
+            guard let self, !self.ended else { return }
+            self.arq.handleTimeout(now: Instant(microseconds: self.daemon.loop.now))
+            self.flush()
+        }
+    }
+
+    func sampleMetrics(_ metrics: DaemonMetrics) {
+        let stats = arq.stats
+        if stats.smoothedRTT.microseconds > 0 { metrics.rtt.observe(Double(stats.smoothedRTT.microseconds) / 1_000_000) }
+        if stats.retransmissions > reportedRetransmissions {
+            metrics.retransmissions.increment(by: UInt64(stats.retransmissions - reportedRetransmissions))
+            reportedRetransmissions = stats.retransmissions
+        }
+    }
+
+    /// Ends the session at once (device gone, protocol error, daemon stopping). Idempotent.
+    func terminate(reason: String) {
+        guard !ended else { return }
+        ended = true
+        timer?.close()
+        timer = nil
+        daemon.logger.info("udp session ended", ["connection": connectionID, "address": address, "reason": reason])
+        transport.remove(self)
+        if let session {
+            self.session = nil
+            daemon.driver.transportClosed(session)
+        }
+    }
+}
+
+/// The amplification rule for one address: bytes out never exceed bytes in until the address
+/// echoes the timestamp of a datagram we sent it.
+struct PathBudget {
+    private(set) var validated = false
+    private var received = 0
+    private var sent = 0
+    private var sentTimestamps: [UInt32] = []
+    /// Timestamps of unvalidated sends remembered for the echo check.
+    static let rememberedTimestamps = 64
+
+    func allows(_ size: Int) -> Bool { validated || sent + size <= received }
+
+    mutating func noteReceived(_ datagram: [UInt8], frame: Frame?) {
+        received += datagram.count
+        guard !validated, let ack = (frame ?? (try? FrameCodec.decode(datagram)))?.ack else { return }
+        if sentTimestamps.contains(ack.echoedTimestamp) {
+            validated = true
+            sentTimestamps = []
+        }
+    }
+
+    mutating func noteSent(_ datagram: [UInt8]) {
+        sent += datagram.count
+        guard !validated, let frame = try? FrameCodec.decode(datagram) else { return }
+        if sentTimestamps.count == PathBudget.rememberedTimestamps { sentTimestamps.removeFirst() }
+        sentTimestamps.append(frame.timestamp)
+    }
+}

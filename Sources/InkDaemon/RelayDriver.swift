@@ -1,0 +1,221 @@
+import InkCodec
+import InkProtocol
+import InkRelay
+import InkStore
+import InkUV
+
+/// A transport session as the relay driver sees it: a native UDP (ARQ) session, a native TCP
+/// stream or a legacy connection.
+protocol RelaySessionTransport: AnyObject {
+    /// Sends one relay message to the device (encoded or translated by the transport).
+    func deliver(_ message: ServerMessage)
+    /// The relay has forgotten the session: send what is queued, then close.
+    func relayClosed(_ reason: GoingAwayReason)
+}
+
+/// Drives the sans-IO `Relay` from the loop: feeds it inputs with `now`, then acts on every
+/// output in order (send, append to the store, close, count), and keeps one timer armed at
+/// its `pollTimeout`. Re-entrant inputs (a send that fails and closes a session) are queued
+/// behind the drain in progress, never nested.
+final class RelayDriver {
+    let relay: Relay
+    private let loop: EventLoop
+    private let store: RoomLogStore
+    private let logger: Logger
+    private let metrics: DaemonMetrics
+    let authorizer: DaemonAuthorizer
+    private var transports: [SessionID: RelaySessionTransport] = [:]
+    private var kinds: [SessionID: TransportKind] = [:]
+    private var nextSession: UInt64 = 1
+    private var timer: LoopTimer?
+    private var draining = false
+
+    init(loop: EventLoop, store: RoomLogStore, logger: Logger, metrics: DaemonMetrics, limits: DaemonLimits, authorizer: DaemonAuthorizer) throws(UVError) {
+        self.loop = loop
+        self.store = store
+        self.logger = logger
+        self.metrics = metrics
+        self.authorizer = authorizer
+        var relayLimits = RelayLimits()
+        relayLimits.maxRooms = limits.maxRooms
+        relayLimits.maxMembersPerRoom = limits.maxMembersPerRoom
+        relayLimits.maxSessions = limits.maxSessions + 1024  // legacy connections too
+        let wallAtZero = WallClock.milliseconds() &- loop.now / 1000
+        relay = Relay(configuration: RelayConfiguration(limits: relayLimits, wallClockAtZeroMs: wallAtZero), authorizer: authorizer)
+        timer = try LoopTimer(loop: loop)
+    }
+
+    var now: Instant { Instant(microseconds: loop.now) }
+    var sessionCount: Int { transports.count }
+    var roomCount: Int { relay.roomNames.count }
+    var memberCount: Int { relay.roomNames.reduce(0) { $0 + relay.sessions(in: $1).count } }
+
+    // MARK: start
+
+    /// Rebuilds every room from the store (before any session opens).
+    func restoreRooms() {
+        for info in store.rooms() {
+            var after = info.firstRoomSeq > 0 ? info.firstRoomSeq - 1 : 0
+            var restored = 0
+            reading: while true {
+                let page: TailPage
+                do {
+                    page = try store.readTail(room: info.name, after: after, maxRecords: 4096, maxBytes: 4 << 20)
+                } catch {
+                    logger.warning("room history unreadable", ["room": info.name, "error": error])
+                    metrics.errors(kind: "store_read").increment()
+                    break
+                }
+                for stored in page.records {
+                    let label = RelayRecord.parseAuthorLabel(stored.author)
+                    let author = label?.author ?? AuthorID(0)
+                    let record = RelayRecord(room: info.name, roomSeq: stored.roomSeq, author: author, user: label?.user ?? stored.author,
+                                             origin: stored.origin, originSeq: stored.originSeq, timeMs: stored.receivedAtMs, payload: stored.payload)
+                    do {
+                        try relay.restore(record)
+                        restored += 1
+                    } catch {
+                        metrics.errors(kind: "restore").increment()
+                        logger.error("room history does not restore; the room starts from what came before", ["room": info.name, "room_seq": stored.roomSeq, "error": "\(error)"])
+                        break reading
+                    }
+                }
+                after = page.nextAfter
+                if page.reachedEnd || page.records.isEmpty { break }
+            }
+            logger.info("room reopened", ["room": info.name, "batches": restored, "room_seq": info.lastRoomSeq])
+        }
+    }
+
+    // MARK: inputs
+
+    /// Registers a new session; the relay learns of it at once.
+    func open(_ transport: RelaySessionTransport, kind: TransportKind) -> SessionID {
+        let id = SessionID(nextSession)
+        nextSession += 1
+        transports[id] = transport
+        kinds[id] = kind
+        relay.handleSessionOpened(id, transport: kind, now: now)
+        drain()
+        return id
+    }
+
+    func message(_ bytes: [UInt8], from session: SessionID) {
+        relay.handleMessage(bytes, from: session, now: now)
+        drain()
+    }
+
+    func handle(_ message: ClientMessage, from session: SessionID) {
+        relay.handle(message, from: session, now: now)
+        drain()
+    }
+
+    /// The transport ended on its own (peer gone, timeout, error).
+    func transportClosed(_ session: SessionID) {
+        guard transports.removeValue(forKey: session) != nil else { return }
+        kinds[session] = nil
+        relay.handleSessionClosed(session, now: now)
+        drain()
+    }
+
+    func backpressure(_ session: SessionID) {
+        relay.handleBackpressure(session, now: now)
+        drain()
+    }
+
+    func ready(_ session: SessionID) {
+        relay.handleReady(session, now: now)
+        drain()
+    }
+
+    func durable(_ marks: [DurableMark]) {
+        guard !marks.isEmpty else { return }
+        for mark in marks { relay.handleDurable(room: mark.room, upTo: mark.roomSeq, now: now) }
+        drain()
+    }
+
+    /// Goodbye to every session (shutdown).
+    func shutdown() {
+        relay.handleShutdown(now: now)
+        drain()
+        timer?.close()
+    }
+
+    // MARK: outputs
+
+    private func drain() {
+        guard !draining else { return }
+        draining = true
+        defer { draining = false }
+        while let output = relay.pollOutput() {
+            switch output {
+            case .send(let session, let message):
+                transports[session]?.deliver(message)
+            case .append(let record):
+                append(record)
+            case .close(let session, let reason):
+                kinds[session] = nil
+                transports.removeValue(forKey: session)?.relayClosed(reason)
+            case .event(let event):
+                note(event)
+            }
+        }
+        armTimer()
+    }
+
+    private func append(_ record: RelayRecord) {
+        do {
+            let outcome = try store.append(NewBatch(room: record.room, origin: record.origin, originSeq: record.originSeq,
+                                                    author: record.authorLabel, receivedAtMs: record.timeMs, payload: record.payload))
+            if case .appended(let seq) = outcome, seq != record.roomSeq {
+                metrics.errors(kind: "store_sequence").increment()
+                logger.error("room log and relay disagree on the sequence", ["room": record.room, "relay": record.roomSeq, "store": seq])
+            }
+        } catch {
+            metrics.errors(kind: error.isDiskFull ? "disk_full" : "store_append").increment()
+            logger.error("batch not stored; its author gets no acknowledgement", ["room": record.room, "room_seq": record.roomSeq, "error": error])
+        }
+    }
+
+    private func armTimer() {
+        guard let timer else { return }
+        if let deadline = relay.pollTimeout() {
+            timer.start(atMicroseconds: deadline.microseconds) { [weak self] in
+                guard let self else { return }
+                self.relay.handleTimeout(now: self.now)
+                self.drain()
+            }
+        } else {
+            timer.stop()
+        }
+    }
+
+    private func note(_ event: RelayEvent) {
+        switch event {
+        case .memberJoined(let room, let session, let user, let role):
+            logger.info("member joined", ["room": room, "session": session.rawValue, "user": user, "role": role,
+                                          "transport": kinds[session]?.rawValue ?? "?"])
+        case .joinRefused(let session, let reason):
+            metrics.refusedJoins.labels("\(reason)").increment()
+            logger.notice("join refused", ["session": session.rawValue, "reason": "\(reason)"])
+        case .memberLeft(let room, let session):
+            logger.info("member left", ["room": room, "session": session.rawValue])
+        case .roomCreated(let room):
+            logger.info("room created", ["room": room])
+        case .batchRefused(_, let code):
+            metrics.errors(kind: "refused_batch_\(code)").increment()
+        case .malformedMessage:
+            metrics.errors(kind: "malformed_message").increment()
+        case .syncStarted:
+            metrics.syncsInProgress.add(1)
+        case .syncCompleted:
+            metrics.syncsInProgress.add(-1)
+        case .memberResync(let room, let session, let cursor):
+            logger.info("member resyncing", ["room": room, "session": session.rawValue, "cursor": cursor])
+        case .pendingAckDropped:
+            metrics.errors(kind: "pending_ack_dropped").increment()
+        case .sessionOpened, .sessionClosed, .batchAccepted, .batchDuplicate, .snapshotBuilt:
+            break
+        }
+    }
+}
