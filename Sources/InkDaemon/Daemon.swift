@@ -26,8 +26,8 @@ public final class Daemon {
     var metricsServer: MetricsServer?
     var signals: [Signal] = []
     var housekeeping: LoopTimer?
-    private var wakeup: WakeupFD
-    private var wakeupPoll: Poll?
+    /// Woken by the store's writer thread after each commit.
+    private let wakeup: LoopWakeup
     var lastStatus = ""
     var stopping = false
     var exitCode: Int32 = 0
@@ -44,8 +44,9 @@ public final class Daemon {
         do { loop = try EventLoop() } catch { throw ConfigError("event loop: \(error)") }
         tokenVerifier = try Daemon.loadTokenVerifier(config)
         if let problem = FileSystem.makeDirectories(config.dataDir) { throw ConfigError("--data-dir \(problem)") }
-        guard let wakeup = WakeupFD() else { throw ConfigError("eventfd: \(FileSystem.errnoText())") }
-        self.wakeup = wakeup
+        let box = WeakDaemon()
+        do { wakeup = try LoopWakeup(loop: loop) { box.daemon?.storeProgressed() } } catch { throw ConfigError("loop wakeup: \(error)") }
+        let wakeup = self.wakeup
         var options = SQLiteRoomLogStore.Options()
         options.durability = config.durability
         options.defaultRetention = config.retain
@@ -64,6 +65,7 @@ public final class Daemon {
         }
         driver.restoreRooms()
         legacyContext = LegacyContext(loop: loop, driver: driver, logger: logger, metrics: metrics, limits: config.limits)
+        box.daemon = self
     }
 
     static func loadTokenVerifier(_ config: DaemonConfig) throws(ConfigError) -> TokenVerifier? {
@@ -80,9 +82,6 @@ public final class Daemon {
         do { activation = try SocketActivation.fromProcessEnvironment(environment) } catch { throw ConfigError("\(error)") }
         try openListeners(activation: activation)
         do {
-            let poll = try Poll(loop: loop, fd: wakeup.fd)
-            try poll.start(.readable) { [weak self] _, _ in self?.storeProgressed() }
-            wakeupPoll = poll
             try installSignals()
             let timer = try LoopTimer(loop: loop)
             timer.start(afterMicroseconds: Daemon.housekeepingMicroseconds, repeatingEveryMicroseconds: Daemon.housekeepingMicroseconds) { [weak self] in
@@ -131,7 +130,6 @@ public final class Daemon {
 
     /// The writer thread committed: collect durable marks and failures.
     func storeProgressed() {
-        wakeup.drain()
         driver.durable(store.pollDurable())
         for failure in store.pollFailures() {
             metrics.errors(kind: failure.isDiskFull ? "disk_full" : "store").increment()
@@ -174,4 +172,9 @@ public final class Daemon {
             signals.append(watcher)
         }
     }
+}
+
+/// Lets the store's wake-up reach the daemon without keeping it alive.
+private final class WeakDaemon: @unchecked Sendable {
+    weak var daemon: Daemon?
 }

@@ -59,39 +59,3 @@ public enum FileSystem {
 
     static func errnoText() -> String { String(cString: strerror(errno)) }
 }
-
-/// A non-blocking pipe the store's writer thread pokes after each commit; the loop polls its
-/// read end.
-final class WakeupFD: @unchecked Sendable {
-    /// The read end, for `Poll`.
-    let fd: Int32
-    private let writeEnd: Int32
-
-    init?() {
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { return nil }
-        for end in ends {
-            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-        }
-        fd = ends[0]
-        writeEnd = ends[1]
-    }
-
-    deinit {
-        close(fd)
-        close(writeEnd)
-    }
-
-    /// Safe from any thread; a full pipe already means "wake up".
-    func wake() {
-        var one: UInt8 = 1
-        _ = Glibc.write(writeEnd, &one, 1)
-    }
-
-    /// Consumes pending wake-ups (loop thread).
-    func drain() {
-        var buffer = [UInt8](repeating: 0, count: 256)
-        while Glibc.read(fd, &buffer, buffer.count) > 0 {}
-    }
-}
