@@ -98,16 +98,16 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Calls `body` with this address as a sockaddr and its length (built on the stack).
-    public func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> R) rethrows -> R {
+    public func withSockAddr<R, E: Error>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws(E) -> R) throws(E) -> R {
         switch family {
         case .ipv4:
             var sin = sockaddr_in()
             sin.sin_family = sa_family_t(AF_INET)
             sin.sin_port = port.bigEndian
             sin.sin_addr.s_addr = UInt32(truncatingIfNeeded: low).bigEndian
-            return try withUnsafePointer(to: &sin) { pointer in
-                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    try body($0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            return try withUnsafePointer(to: &sin) { (pointer) throws(E) -> R in
+                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (address) throws(E) -> R in
+                    try body(address, socklen_t(MemoryLayout<sockaddr_in>.size))
                 }
             }
         case .ipv6:
@@ -119,9 +119,9 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
                 raw.storeBytes(of: high.bigEndian, toByteOffset: 0, as: UInt64.self)
                 raw.storeBytes(of: low.bigEndian, toByteOffset: 8, as: UInt64.self)
             }
-            return try withUnsafePointer(to: &sin6) { pointer in
-                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    try body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+            return try withUnsafePointer(to: &sin6) { (pointer) throws(E) -> R in
+                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (address) throws(E) -> R in
+                    try body(address, socklen_t(MemoryLayout<sockaddr_in6>.size))
                 }
             }
         }

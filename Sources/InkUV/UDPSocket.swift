@@ -204,23 +204,51 @@ public final class UDPSocket: HandleOwner {
     /// the kernel's error (EMSGSIZE, ENETUNREACH...).
     @discardableResult
     public func send(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress) throws(UVError) -> Bool {
-        guard let handle, !isClosing else { throw UVError.closed("udp_send") }
-        guard bytes.count <= UDPSocket.maximumDatagramBytes else {
-            throw UVError(code: UVError.messageTooLong, operation: "udp_send \(address)")
-        }
         // An IPv6 socket reaches IPv4 peers through their mapped address (dual stack).
         let address = isIPv6 ? address.ipv4Mapped : address
+        return try address.withSockAddr { (sockaddr, _) throws(UVError) -> Bool in
+            try transmit(bytes, sockaddr, describing: address)
+        }
+    }
+
+    /// Sends one datagram to the connected peer (see `connect(to:)`).
+    @discardableResult
+    public func send(_ bytes: UnsafeRawBufferPointer) throws(UVError) -> Bool {
+        try transmit(bytes, nil, describing: nil)
+    }
+
+    private func transmit(_ bytes: UnsafeRawBufferPointer, _ sockaddr: UnsafePointer<sockaddr>?,
+                          describing address: SocketAddress?) throws(UVError) -> Bool {
+        func failure(_ code: Int32) -> UVError {
+            UVError(code: code, operation: address.map { "udp_send \($0)" } ?? "udp_send")
+        }
+        guard let handle, !isClosing else { throw UVError.closed("udp_send") }
+        guard bytes.count <= UDPSocket.maximumDatagramBytes else { throw failure(UVError.messageTooLong) }
         let base = UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: CChar.self))
         var buffer = uv_buf_init(base, UInt32(bytes.count))
-        let sent = queueEverySendForTesting
-            ? UVError.wouldBlock
-            : address.withSockAddr { sockaddr, _ in uv_udp_try_send(handle, &buffer, 1, sockaddr) }
+        let sent = queueEverySendForTesting ? UVError.wouldBlock : uv_udp_try_send(handle, &buffer, 1, sockaddr)
         if sent >= 0 {
             datagramsSent &+= 1
             return true
         }
-        guard sent == UVError.wouldBlock else { throw UVError(code: sent, operation: "udp_send \(address)") }
-        try enqueue(bytes, to: address, handle: handle)
+        guard sent == UVError.wouldBlock else { throw failure(sent) }
+        if uv_udp_get_send_queue_size(handle) + bytes.count > maximumQueuedSendBytes {
+            throw failure(UVError.noBufferSpace)
+        }
+        // The queued request owns a copy of the payload until its callback.
+        let header = UDPSocket.requestHeaderBytes
+        let block = UnsafeMutableRawPointer.allocate(byteCount: header + max(bytes.count, 1), alignment: 16)
+        let request = block.bindMemory(to: uv_udp_send_t.self, capacity: 1)
+        let payload = block + header
+        if let source = bytes.baseAddress, bytes.count > 0 {
+            payload.copyMemory(from: source, byteCount: bytes.count)
+        }
+        var copy = uv_buf_init(payload.assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
+        let rc = uv_udp_send(request, handle, &copy, 1, sockaddr, udpSent)
+        if rc < 0 {
+            block.deallocate()
+            throw failure(rc)
+        }
         sendsQueued &+= 1
         datagramsSent &+= 1
         return false
@@ -233,23 +261,32 @@ public final class UDPSocket: HandleOwner {
         return try result.get()
     }
 
-    /// One queued datagram: the request followed by its own copy of the payload.
-    private func enqueue(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress, handle: UnsafeMutablePointer<uv_udp_t>) throws(UVError) {
-        if uv_udp_get_send_queue_size(handle) + bytes.count > maximumQueuedSendBytes {
-            throw UVError(code: UVError.noBufferSpace, operation: "udp_send \(address)")
-        }
-        let header = UDPSocket.requestHeaderBytes
-        let block = UnsafeMutableRawPointer.allocate(byteCount: header + max(bytes.count, 1), alignment: 16)
-        let request = block.bindMemory(to: uv_udp_send_t.self, capacity: 1)
-        let payload = block + header
-        if let source = bytes.baseAddress, bytes.count > 0 {
-            payload.copyMemory(from: source, byteCount: bytes.count)
-        }
-        var buffer = uv_buf_init(payload.assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
-        let rc = address.withSockAddr { sockaddr, _ in uv_udp_send(request, handle, &buffer, 1, sockaddr, udpSent) }
-        if rc < 0 {
-            block.deallocate()
-            throw UVError(code: rc, operation: "udp_send \(address)")
+    /// Sends one datagram from an array to the connected peer.
+    @discardableResult
+    public func send(_ bytes: [UInt8]) throws(UVError) -> Bool {
+        let result = bytes.withUnsafeBytes { raw in Result { () throws(UVError) -> Bool in try send(raw) } }
+        return try result.get()
+    }
+
+    /// Fixes the peer (a client's server): `send(_:)` needs no address, only its datagrams are
+    /// received, and an unreachable peer surfaces as ECONNREFUSED through `onError` or `send`
+    /// (from the ICMP error) instead of silence.
+    public func connect(to address: SocketAddress) throws(UVError) {
+        guard let handle, !isClosing else { throw UVError.closed("udp_connect") }
+        let address = isIPv6 ? address.ipv4Mapped : address
+        let rc = address.withSockAddr { sockaddr, _ in uv_udp_connect(handle, sockaddr) }
+        try UVError.check(rc, "udp_connect \(address)")
+    }
+
+    /// The connected peer, nil when not connected.
+    public var remoteAddress: SocketAddress? {
+        guard let handle else { return nil }
+        var storage = sockaddr_storage()
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        return withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                uv_udp_getpeername(handle, address, &length) == 0 ? SocketAddress(address) : nil
+            }
         }
     }
 

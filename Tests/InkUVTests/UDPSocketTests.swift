@@ -193,3 +193,50 @@ import Testing
         #expect(senders.first?.description == "[::ffff:127.0.0.1]:\(clientAddress.port)")
     }
 }
+
+@Suite(.serialized) struct UDPConnectedTests {
+    @Test(arguments: ["127.0.0.1:0", "[::1]:0"])
+    func connectedClientSendsWithoutAddress(bindText: String) throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let bind = try SocketAddress.parse(bindText)
+        let server = try UDPSocket(loop: loop, bindTo: bind)
+        try server.startReceiving { bytes, sender in _ = try? server.send(bytes, to: sender) }
+        let client = try UDPSocket(loop: loop, bindTo: bind)
+        #expect(client.remoteAddress == nil)
+        try client.connect(to: try server.localAddress)
+        #expect(client.remoteAddress == (try server.localAddress))
+        var replies: [[UInt8]] = []
+        try client.startReceiving { bytes, sender in
+            #expect(sender == client.remoteAddress)
+            replies.append(Array(bytes))
+        }
+        try client.send([1, 2, 3])
+        try client.send([])
+        #expect(drive(loop) { replies.count == 2 })
+        #expect(replies == [[1, 2, 3], []])
+    }
+
+    /// A connected client learns that nobody listens (ICMP port unreachable on loopback).
+    @Test func unreachablePeerIsConnectionRefused() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let probe = try UDPSocket(loop: loop, bindTo: .loopbackIPv4(port: 0))
+        let closedPort = try probe.localAddress.port
+        probe.close()
+        loop.runNoWait()
+        let client = try UDPSocket(loop: loop, bindTo: .loopbackIPv4(port: 0))
+        try client.connect(to: .loopbackIPv4(port: closedPort))
+        var errors: [UVError] = []
+        client.onError = { errors.append($0) }
+        try client.startReceiving { _, _ in }
+        // The refusal comes back either on a receive or on the next send.
+        let retry = try LoopTimer(loop: loop)
+        retry.start(afterMicroseconds: 0, repeatingEveryMicroseconds: 10_000) {
+            do throws(UVError) { try client.send([0]) } catch { errors.append(error) }
+        }
+        #expect(drive(loop) { !errors.isEmpty })
+        #expect(errors.first?.code == UVError.connectionRefused)
+        #expect(errors.first?.name == "ECONNREFUSED")
+    }
+}
