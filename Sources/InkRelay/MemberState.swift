@@ -43,7 +43,8 @@ struct SessionState {
     var member: MemberState?
 }
 
-struct MemberState {
+/// A class, mutated in place through the sessions table.
+final class MemberState {
     let room: String
     let user: String
     let author: AuthorID
@@ -59,4 +60,13 @@ struct MemberState {
     var outbound = BinaryCodecState()
     /// Codec state of the device -> daemon direction for `batch` payloads.
     var inbound = BinaryCodecState()
+
+    init(room: String, user: String, author: AuthorID, role: MemberRole, origin: UInt64, cursor: UInt64) {
+        self.room = room
+        self.user = user
+        self.author = author
+        self.role = role
+        self.origin = origin
+        self.cursor = cursor
+    }
 }

@@ -191,12 +191,11 @@ public final class Relay {
 
     /// The store made `room`'s log durable up to `roomSeq`: acknowledge the batches it covers.
     public func handleDurable(room name: String, upTo roomSeq: UInt64, now: Instant) {
-        guard var room = rooms[name] else { return }
+        guard let room = rooms[name] else { return }
         let target = min(roomSeq, room.head)
         guard target > room.durable else { return }
         room.durable = target
         let acks = room.takeDurable(upTo: target)
-        rooms[name] = room
         // Acks are cumulative per origin: one per origin, the latest, in room order.
         var latest: [UInt64: PendingAck] = [:]
         for a in acks { latest[a.origin] = a }
@@ -240,9 +239,8 @@ public final class Relay {
     func removeSession(_ session: SessionID) {
         guard let state = sessions.removeValue(forKey: session) else { return }
         event(.sessionClosed(session))
-        guard let m = state.member, var room = rooms[m.room] else { return }
+        guard let m = state.member, let room = rooms[m.room] else { return }
         room.sessions.removeAll { $0 == session }
-        rooms[m.room] = room
         event(.memberLeft(room: m.room, session: session))
         let stillThere = room.sessions.contains { sessions[$0]?.member?.user == m.user }
         if !stillThere {

@@ -4,7 +4,7 @@ import InkProtocol
 
 extension Relay {
     func handleBatch(originSeq: UInt64, payload: [UInt8], from session: SessionID, now: Instant) {
-        guard var m = sessions[session]?.member else {
+        guard let m = sessions[session]?.member else {
             refuse(session, .notJoined, originSeq: originSeq, text: "join a room first")
             return
         }
@@ -23,13 +23,12 @@ extension Relay {
             refuse(session, .malformedBatch, originSeq: originSeq, text: "undecodable batch: \(error)")
             return
         }
-        sessions[session]!.member = m
         guard originSeq > 0 else {
             event(.batchRefused(session: session, .invalidOriginSeq))
             refuse(session, .invalidOriginSeq, originSeq: 0, text: "originSeq starts at 1")
             return
         }
-        var room = rooms[m.room]!
+        let room = rooms[m.room]!
         if let seen = room.origins[m.origin], originSeq <= seen.lastOriginSeq {
             event(.batchDuplicate(room: m.room, origin: m.origin, originSeq: originSeq))
             if seen.lastRoomSeq <= room.durable {
@@ -59,7 +58,6 @@ extension Relay {
         if let dropped = room.pushPendingAck(PendingAck(roomSeq: seq, origin: m.origin, originSeq: originSeq), limit: limits.maxPendingAcks) {
             event(.pendingAckDropped(room: m.room, roomSeq: dropped.roomSeq))
         }
-        rooms[m.room] = room
         emit(.append(record))
         event(.batchAccepted(room: m.room, roomSeq: seq, bytes: canonical.count))
         fanOut(room: m.room)
@@ -104,7 +102,7 @@ extension Relay {
             guard rooms.count < limits.maxRooms else { throw .tooManyRooms }
             rooms[record.room] = RoomState(name: record.room, limits: limits)
         }
-        var room = rooms[record.room]!
+        let room = rooms[record.room]!
         guard record.roomSeq == room.head + 1 else { throw .outOfOrder(expected: room.head + 1, got: record.roomSeq) }
         var fresh = BinaryCodecState()
         guard let decoded = try? BinaryBatchCodec.decode(record.payload, state: &fresh) else {
@@ -120,6 +118,5 @@ extension Relay {
         }
         if record.author.rawValue >= room.nextAuthor { room.nextAuthor = record.author.rawValue &+ 1 }
         room.noteOrigin(record.origin, originSeq: record.originSeq, roomSeq: record.roomSeq, limit: limits.maxOriginsPerRoom)
-        rooms[record.room] = room
     }
 }

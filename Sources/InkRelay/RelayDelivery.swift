@@ -29,7 +29,7 @@ extension Relay {
 
     /// Starts a sync for `session` and sends what the window allows.
     func beginSync(_ session: SessionID, _ plan: SyncPlan) {
-        guard var m = sessions[session]?.member, var room = rooms[m.room] else { return }
+        guard let m = sessions[session]?.member, let room = rooms[m.room] else { return }
         let id = m.nextSyncID
         m.nextSyncID &+= 1
         let progress: SyncProgress
@@ -38,15 +38,13 @@ extension Relay {
             progress = SyncProgress(id: id, mode: .tail, after: after, through: room.head, digest: room.headDigest(),
                                     nextChunk: 0, ackedBelow: 0, tailNext: after + 1)
         case .snapshot(let first):
-            let cache = freshSnapshot(&room)
+            let cache = freshSnapshot(room)
             let start = first <= UInt32(cache.chunks.count) ? first : 0
             progress = SyncProgress(id: id, mode: .snapshot, after: cache.throughRoomSeq, through: cache.throughRoomSeq,
                                     digest: cache.digest, snapshotChunks: cache.chunks, nextChunk: start,
                                     ackedBelow: start, tailNext: 0)
         }
-        rooms[m.room] = room
         m.mode = .syncing(progress)
-        sessions[session]!.member = m
         send(session, .syncBegin(SyncBegin(syncID: id, mode: progress.mode, afterRoomSeq: progress.after,
                                            throughRoomSeq: progress.through, firstChunk: progress.nextChunk)))
         event(.syncStarted(room: m.room, session: session, mode: progress.mode, afterRoomSeq: progress.after, throughRoomSeq: progress.through))
@@ -55,7 +53,7 @@ extension Relay {
 
     /// The room's cached snapshot when it is fresh enough and its tail still follows it, else a
     /// new one at the head.
-    private func freshSnapshot(_ room: inout RoomState) -> SnapshotCache {
+    private func freshSnapshot(_ room: RoomState) -> SnapshotCache {
         if let c = room.snapshot, room.tail.coversAfter(c.throughRoomSeq), room.head - c.throughRoomSeq <= limits.snapshotMaxAge {
             return c
         }
@@ -94,14 +92,13 @@ extension Relay {
     }
 
     func handleSyncAck(syncID: UInt32, chunk: UInt32, from session: SessionID) {
-        guard var m = sessions[session]?.member else {
+        guard let m = sessions[session]?.member else {
             refuse(session, .notJoined, originSeq: 0, text: "join a room first")
             return
         }
         guard case .syncing(var p) = m.mode, p.id == syncID else { return }
         if chunk < p.nextChunk, chunk + 1 > p.ackedBelow { p.ackedBelow = chunk + 1 }
         m.mode = .syncing(p)
-        sessions[session]!.member = m
         pump(session)
     }
 
@@ -118,11 +115,10 @@ extension Relay {
 
     /// From the member's cursor to the head, one `roomBatch` each (its own origin skipped).
     private func deliverLive(_ session: SessionID) {
-        guard var m = sessions[session]?.member, let room = rooms[m.room] else { return }
+        guard let m = sessions[session]?.member, let room = rooms[m.room] else { return }
         while m.cursor < room.head {
             guard let entry = room.tail.entry(m.cursor + 1) else {
                 // Fell out of the in-memory tail: a sync brings the rest.
-                sessions[session]!.member = m
                 startCatchUp(session)
                 return
             }
@@ -132,7 +128,6 @@ extension Relay {
             send(session, .roomBatch(RoomBatch(roomSeq: entry.record.roomSeq, author: entry.record.author,
                                                timeMs: entry.record.timeMs, payload: payload)))
         }
-        sessions[session]!.member = m
     }
 
     /// Brings a member that is behind up to the head: live when close, else a sync.
@@ -151,7 +146,7 @@ extension Relay {
     }
 
     private func sendChunks(_ session: SessionID) {
-        guard var m = sessions[session]?.member, case .syncing(var p) = m.mode, let room = rooms[m.room] else { return }
+        guard let m = sessions[session]?.member, case .syncing(var p) = m.mode, let room = rooms[m.room] else { return }
         while p.nextChunk - p.ackedBelow < limits.syncChunksInFlight {
             var items: [SyncItem] = []
             switch p.mode {
@@ -164,7 +159,6 @@ extension Relay {
                         // The tail moved past this sync: start over from a snapshot.
                         m.mode = .resync
                         m.cursor = 0
-                        sessions[session]!.member = m
                         beginSync(session, .snapshot(firstChunk: 0))
                         return
                     }
@@ -192,14 +186,12 @@ extension Relay {
         }
         guard finished else {
             m.mode = .syncing(p)
-            sessions[session]!.member = m
             return
         }
         send(session, .syncDone(syncID: p.id, roomSeq: p.through, digest: p.digest))
         event(.syncCompleted(room: m.room, session: session, roomSeq: p.through, chunks: p.chunksSent, bytes: p.bytesSent))
         m.cursor = p.through
         m.mode = .resync
-        sessions[session]!.member = m
         startCatchUp(session)
     }
 }

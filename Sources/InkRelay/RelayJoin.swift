@@ -41,7 +41,7 @@ extension Relay {
         if let old = rooms[request.room]!.sessions.first(where: { sessions[$0]?.member?.origin == request.origin }) {
             closeSession(old, .replaced, text: "replaced by a new session of this device")
         }
-        var room = rooms[request.room]!
+        let room = rooms[request.room]!
         guard room.sessions.count < limits.maxMembersPerRoom else {
             refuseJoin(session, .roomFull, "the room has \(limits.maxMembersPerRoom) members")
             return
@@ -52,9 +52,8 @@ extension Relay {
         }
         if role != .teacher, let right = user.drawRight { role = right ? .presenter : .viewer }
         room.sessions.append(session)
-        rooms[request.room] = room
 
-        var member = MemberState(room: request.room, user: request.user, author: user.author, role: role,
+        let member = MemberState(room: request.room, user: request.user, author: user.author, role: role,
                                  origin: request.origin, cursor: room.head)
         let plan = syncPlan(for: request.have, room: room)
         switch plan {
@@ -98,13 +97,12 @@ extension Relay {
             refuse(session, .notTeacher, originSeq: 0, text: "only the teacher grants or revokes drawing")
             return
         }
-        guard var room = rooms[m.room], var user = room.users[name] else {
+        guard let room = rooms[m.room], var user = room.users[name] else {
             refuse(session, .unknownMember, originSeq: 0, text: "no user \(name) in this room")
             return
         }
         user.drawRight = allowed
         room.users[name] = user
-        rooms[m.room] = room
         let newRole: MemberRole = allowed ? .presenter : .viewer
         var changed = false
         for s in room.sessions where sessions[s]?.member?.user == name && sessions[s]?.member?.role != .teacher {

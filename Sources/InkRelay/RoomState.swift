@@ -33,7 +33,9 @@ struct SnapshotCache {
     var bytes: Int
 }
 
-struct RoomState {
+/// A class: the relay mutates one room in place (a struct copied out of the rooms table would
+/// copy its board and tail on every write).
+final class RoomState {
     let name: String
     /// Joined sessions, in join order (fan-out order).
     var sessions: [SessionID] = []
@@ -61,7 +63,7 @@ struct RoomState {
     var pendingCount: Int { pendingAcks.count - pendingStart }
 
     /// The digest of the board at the head (cached until the next append).
-    mutating func headDigest() -> UInt64 {
+    func headDigest() -> UInt64 {
         if let c = digestCache, c.seq == head { return c.digest }
         let d = board.digest
         digestCache = (head, d)
@@ -69,7 +71,7 @@ struct RoomState {
     }
 
     /// The user record for `name`, created with the next author id; nil past the user bound.
-    mutating func user(named name: String, limit: Int) -> RoomUser? {
+    func user(named name: String, limit: Int) -> RoomUser? {
         if let u = users[name] { return u }
         guard users.count < limit, nextAuthor < UInt32.max else { return nil }
         let u = RoomUser(author: AuthorID(nextAuthor), name: name)
@@ -79,7 +81,7 @@ struct RoomState {
     }
 
     /// Remembers the producer's latest batch; forgets the longest-unseen producer past the bound.
-    mutating func noteOrigin(_ origin: UInt64, originSeq: UInt64, roomSeq: UInt64, limit: Int) {
+    func noteOrigin(_ origin: UInt64, originSeq: UInt64, roomSeq: UInt64, limit: Int) {
         if origins[origin] == nil && origins.count >= max(1, limit) {
             // Deterministic: the producer whose last batch is oldest (ties: smallest origin).
             var victim: (UInt64, UInt64)?
@@ -91,7 +93,7 @@ struct RoomState {
         origins[origin] = OriginState(lastOriginSeq: originSeq, lastRoomSeq: roomSeq)
     }
 
-    mutating func pushPendingAck(_ ack: PendingAck, limit: Int) -> PendingAck? {
+    func pushPendingAck(_ ack: PendingAck, limit: Int) -> PendingAck? {
         pendingAcks.append(ack)
         var dropped: PendingAck?
         if pendingCount > max(1, limit) {
@@ -103,7 +105,7 @@ struct RoomState {
     }
 
     /// Takes the pending acks up to `roomSeq`, oldest first.
-    mutating func takeDurable(upTo roomSeq: UInt64) -> [PendingAck] {
+    func takeDurable(upTo roomSeq: UInt64) -> [PendingAck] {
         var out: [PendingAck] = []
         while pendingStart < pendingAcks.count && pendingAcks[pendingStart].roomSeq <= roomSeq {
             out.append(pendingAcks[pendingStart])
@@ -113,7 +115,7 @@ struct RoomState {
         return out
     }
 
-    private mutating func compactPending() {
+    private func compactPending() {
         if pendingStart == pendingAcks.count {
             pendingAcks.removeAll(keepingCapacity: true)
             pendingStart = 0
