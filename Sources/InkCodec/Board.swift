@@ -8,6 +8,7 @@
 ///   page and the point's tool; the stroke goes on top of the author's undo stack and the
 ///   author's redo stack is discarded (those strokes are deleted). Later points append to it,
 ///   even after `end` or while it is undone (late points of a stroke undone early are kept).
+///   Points that arrive after their stroke was cleared or erased start it again.
 /// - `undo(s)` hides the author's stroke `s` if it is on the author's undo stack and moves it to
 ///   the redo stack; `redo(s)` reverses that. A target that is not there is a no-op.
 /// - `clear` deletes every stroke on the author's current page; `erase(ref)` deletes one stroke.

@@ -15,12 +15,14 @@
 /// - holds back other authors' commands while a line is open and sends them after its end
 ///   (at most `maxDeferredCommands`);
 /// - sends `4`/`5` only for the line on top of the app's undo/redo stack and `6` only for a clear
-///   of the page the app shows. What legacy cannot express (undo of an older line, erase, a
-///   change of the presented page, late points of a finished line) sets `needsRedraw`: the
-///   caller then sends `redraw(board)` (a clear and every visible stroke of the page).
+///   of the page the app shows. What legacy cannot express (undo or redo of another line, erase
+///   of a shown line, a change of the presented page, late points of a finished line) sets
+///   `needsRedraw`: the caller then sends `redraw(board)` (a clear and every visible stroke of
+///   the page), with the board that has every command passed so far applied.
 ///
-/// The caller must pass every command of other authors, in room order, through
-/// `messages(for:author:)`, even ones it will not forward, and must not pass the app's own.
+/// Call order: for each command the room accepts, in room order, apply it to the board, then
+/// pass it to `messages(for:author:)` (all of them, also pages and room commands; the app's own
+/// are ignored), send the result, and if `needsRedraw` send `redraw(board)`.
 public struct LegacyTranslator: Sendable {
     /// Lines remembered on each of the app's undo and redo stacks (oldest fall off).
     public static let maxTrackedLines = Board.maxUndoDepth
@@ -50,11 +52,17 @@ public struct LegacyTranslator: Sendable {
     public private(set) var needsRedraw = false
     private var pens: [AuthorID: PenStyle] = [:]
     private var pages: [AuthorID: PageID] = [:]
+    /// The room's pages, as `Board` has them (switching to a missing page is a no-op there).
+    private var existingPages: [PageID] = [.first]
     private var lastAuthor: AuthorID?
     private var openLine: StrokeRef?
     private var appLines: [StrokeRef] = []
     private var appRedo: [StrokeRef] = []
-    private var deferred: [(author: AuthorID, command: Command)] = []
+    /// Lines the app undid and can no longer redo (a new line emptied its redo stack).
+    private var appUndone: [StrokeRef] = []
+    private var deferred: [(author: AuthorID, item: Pending)] = []
+    /// How many of `deferred` each author has.
+    private var heldBack: [AuthorID: Int] = [:]
 
     public init(author: AuthorID, firstStroke: StrokeID = StrokeID(1)) {
         self.author = author
@@ -111,42 +119,124 @@ public struct LegacyTranslator: Sendable {
         return out
     }
 
+    /// A command of another author with what it needs from the room's state at its place in
+    /// room order: the app may get it later, after another author's line.
+    private enum Pending {
+        case point(StrokePoint, pen: PenStyle, page: PageID)
+        case penStyle(PenStyle)
+        case undo(StrokeRef)
+        case redo(StrokeRef)
+        case clear(page: PageID)
+        case erase(StrokeRef)
+        case present(PageID)
+    }
+
     private mutating func forward(_ command: Command, author: AuthorID, into out: inout [LegacyMessage]) {
         guard author != self.author else { return }
-        if let line = openLine, line.author == author, !deferred.contains(where: { $0.author == author }) {
-            process(command, author: author, into: &out)  // the open line's author goes on
-        } else {
-            deferred.append((author, command))
-        }
-        flushDeferred(into: &out)
-        if deferred.count > LegacyTranslator.maxDeferredCommands {
-            openLine = nil  // the open line never ended: give up on it
-            needsRedraw = true
-            flushDeferred(into: &out)
-        }
-    }
-
-    /// Sends held-back commands, oldest first, while no other author's line is open.
-    private mutating func flushDeferred(into out: inout [LegacyMessage]) {
-        while let next = deferred.first, openLine == nil || openLine?.author == next.author {
-            deferred.removeFirst()
-            process(next.command, author: next.author, into: &out)
-        }
-    }
-
-    private mutating func process(_ command: Command, author: AuthorID, into out: inout [LegacyMessage]) {
+        // Room state is followed in room order, as `Board` does.
+        let page = pages[author] ?? .first
+        let item: Pending
         switch command {
         case .point(let p):
-            forwardPoint(p, author: author, into: &out)
+            item = .point(p, pen: pens[author] ?? .initial, page: page)
         case .penStyle(let style):
             if pens[author] != nil || pens.count < LegacyTranslator.maxTrackedAuthors { pens[author] = style }
+            item = .penStyle(style)
+        case .undo(let id):
+            item = .undo(StrokeRef(author: author, stroke: id))
+        case .redo(let id):
+            item = .redo(StrokeRef(author: author, stroke: id))
+        case .clear:
+            if page == .first {  // a legacy author always draws on the first page
+                ownUndo = []
+                ownRedo = []
+            }
+            item = .clear(page: page)
+        case .erase(let ref):
+            if ref.author == self.author {
+                ownUndo.removeAll { $0 == ref.stroke }
+                ownRedo.removeAll { $0 == ref.stroke }
+            }
+            item = .erase(ref)
+        case .addPage(let new):
+            if !existingPages.contains(new) && existingPages.count < Board.maxPages { existingPages.append(new) }
+            return
+        case .switchPage(let target):
+            if existingPages.contains(target) && (pages[author] != nil || pages.count < LegacyTranslator.maxTrackedAuthors) {
+                pages[author] = target
+            }
+            return
+        case .room(.presentPage(let target)):
+            guard existingPages.contains(target) else { return }
+            item = .present(target)
+        case .room(.lock), .room(.unlock), .unknown:
+            return
+        }
+        if let line = openLine, line.author != author {
+            // The board cuts the open line here (its later points start a new stroke); the app
+            // would get the whole line first. Only a repaint shows that.
+            switch item {
+            case .clear(let page) where page == appPage: needsRedraw = true
+            case .erase(let ref) where ref == line: needsRedraw = true
+            default: break
+            }
+        }
+        if let line = openLine, line.author != author || heldBack[author, default: 0] > 0 {
+            deferred.append((author, item))
+            heldBack[author, default: 0] += 1
+            if deferred.count > LegacyTranslator.maxDeferredCommands {
+                openLine = nil  // the open line never ended: give up on it
+                needsRedraw = true
+                flushDeferred(into: &out)
+            }
+        } else {
+            // Nothing is held back while no line is open, so this keeps room order.
+            let line = openLine
+            process(item, author: author, into: &out)
+            if line != nil && openLine == nil && !deferred.isEmpty { flushDeferred(into: &out) }
+        }
+    }
+
+    /// Sends held-back commands, oldest first, keeping each author's order: while a line is
+    /// open only its author's commands go; when it ends, the scan starts again from the oldest.
+    private mutating func flushDeferred(into out: inout [LegacyMessage]) {
+        var queue = deferred[...]
+        var kept: [(author: AuthorID, item: Pending)] = []
+        var waiting = Set<AuthorID>()  // authors with an earlier command still held back
+        var index = queue.startIndex
+        while index < queue.endIndex {
+            let next = queue[index]
+            index += 1
+            let line = openLine
+            if !waiting.contains(next.author) && (line == nil || line?.author == next.author) {
+                process(next.item, author: next.author, into: &out)
+                if line != nil && openLine == nil {  // a line ended: start again from the oldest
+                    queue = (kept + queue[index...])[...]
+                    index = queue.startIndex
+                    kept = []
+                    waiting = []
+                }
+            } else {
+                waiting.insert(next.author)
+                kept.append(next)
+            }
+        }
+        deferred = kept
+        heldBack = [:]
+        for entry in kept { heldBack[entry.author, default: 0] += 1 }
+    }
+
+    private mutating func process(_ item: Pending, author: AuthorID, into out: inout [LegacyMessage]) {
+        switch item {
+        case .point(let p, let pen, let page):
+            forwardPoint(p, pen: pen, page: page, author: author, into: &out)
+        case .penStyle(let style):
             if lastAuthor == nil || lastAuthor == author {
                 out.append(.penStyle(style))
                 appPen = style
                 lastAuthor = author
             }
-        case .undo(let id):
-            let ref = StrokeRef(author: author, stroke: id)
+        case .undo(let ref):
             if appLines.last == ref {
                 appLines.removeLast()
                 LegacyTranslator.push(ref, on: &appRedo)
@@ -154,65 +244,59 @@ public struct LegacyTranslator: Sendable {
                 out.append(.undo)
                 lastAuthor = author
             } else if appLines.contains(ref) {
-                needsRedraw = true
+                needsRedraw = true  // an older line
             }
-        case .redo(let id):
-            let ref = StrokeRef(author: author, stroke: id)
+        case .redo(let ref):
             if appRedo.last == ref {
                 appRedo.removeLast()
                 LegacyTranslator.push(ref, on: &appLines)
                 out.append(.redo)
                 lastAuthor = author
-            } else if appRedo.contains(ref) {
-                needsRedraw = true
+            } else if appRedo.contains(ref) || appUndone.contains(ref) {
+                needsRedraw = true  // not on top, or the app's redo stack lost it
             }
-        case .clear:
-            let page = pages[author] ?? .first
-            if page == .first {  // a legacy author always draws on the first page
-                ownUndo = []
-                ownRedo = []
-            }
+        case .clear(let page):
             if page == appPage {
                 appLines = []
                 appRedo = []
+                appUndone = []
                 openLine = nil
                 out.append(.clear)
                 lastAuthor = author
             }
         case .erase(let ref):
-            if ref.author == self.author {
-                ownUndo.removeAll { $0 == ref.stroke }
-                ownRedo.removeAll { $0 == ref.stroke }
-            }
             if appLines.contains(ref) || appRedo.contains(ref) { needsRedraw = true }
-        case .switchPage(let page):
-            if pages[author] != nil || pages.count < LegacyTranslator.maxTrackedAuthors { pages[author] = page }
-        case .room(.presentPage(let page)):
+        case .present(let page):
             if page != appPage {
                 appPage = page
                 needsRedraw = true
             }
-        case .addPage, .room(.lock), .room(.unlock), .unknown:
-            break
         }
     }
 
-    private mutating func forwardPoint(_ p: StrokePoint, author: AuthorID, into out: inout [LegacyMessage]) {
-        guard (pages[author] ?? .first) == appPage else { return }
+    private mutating func forwardPoint(_ p: StrokePoint, pen: PenStyle, page: PageID, author: AuthorID,
+                                       into out: inout [LegacyMessage]) {
         let ref = StrokeRef(author: author, stroke: p.stroke)
         if openLine != ref {
+            guard page == appPage else { return }
             // The app would start a new line: right for a new stroke, wrong for one it has.
-            if appLines.contains(ref) || appRedo.contains(ref) {
+            if appLines.contains(ref) || appRedo.contains(ref) || appUndone.contains(ref) {
                 if p.phase == .end { needsRedraw = true }
                 return
             }
-            let pen = pens[author] ?? .initial
             if pen != appPen {
                 out.append(.penStyle(pen))
                 appPen = pen
             }
             LegacyTranslator.push(ref, on: &appLines)
+            for lost in appRedo { LegacyTranslator.push(lost, on: &appUndone) }  // a new line ends the app's redo
             appRedo = []
+            // The board starts a stroke at any point it lacks (e.g. the rest of a stroke cleared
+            // while being drawn); the app starts a line only at a start.
+            out.append(.point(tool: p.tool, x: p.x, y: p.y, phase: .start))
+            openLine = p.phase == .end ? nil : ref
+            lastAuthor = author
+            return
         }
         out.append(.point(tool: p.tool, x: p.x, y: p.y, phase: p.phase))
         openLine = p.phase == .end ? nil : ref
@@ -227,12 +311,17 @@ public struct LegacyTranslator: Sendable {
         var out: [LegacyMessage] = [.clear]
         appLines = []
         appRedo = []
+        appUndone = []
         ownUndo = []
         ownRedo = []
         openLine = nil
         deferred = []
+        heldBack = [:]
         lastAuthor = nil
         needsRedraw = false
+        for stroke in board.strokes(on: appPage) where !stroke.isVisible {
+            LegacyTranslator.push(stroke.ref, on: &appUndone)  // a redo of it needs a redraw
+        }
         for stroke in board.visibleStrokes(on: appPage) where !stroke.points.isEmpty {
             if stroke.style != appPen {
                 out.append(.penStyle(stroke.style))
@@ -240,11 +329,9 @@ public struct LegacyTranslator: Sendable {
             }
             let last = stroke.points.count - 1
             for (i, point) in stroke.points.enumerated() {
+                // A one-point stroke is a lone start: the app's next start begins a new line.
                 let phase: StrokePhase = i == 0 ? .start : (i == last && stroke.isEnded ? .end : .move)
                 out.append(.point(tool: stroke.tool, x: point.x, y: point.y, phase: phase))
-            }
-            if stroke.isEnded && last == 0 {
-                out.append(.point(tool: stroke.tool, x: stroke.points[0].x, y: stroke.points[0].y, phase: .end))
             }
             LegacyTranslator.push(stroke.ref, on: &appLines)
             if !stroke.isEnded && stroke.ref.author != self.author { openLine = stroke.ref }

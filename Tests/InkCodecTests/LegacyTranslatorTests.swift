@@ -75,7 +75,7 @@ private func lp(_ phase: StrokePhase, _ x: Int32, tool: Tool = .pen) -> LegacyMe
     for c in [p(1, .start, 2), p(1, .end, 2)] { _ = t.messages(for: c, author: bob) }
     #expect(t.messages(for: .undo(StrokeID(1)), author: bob) == [.undo])
     #expect(t.messages(for: .redo(StrokeID(1)), author: bob) == [.redo])
-    #expect(t.messages(for: .undo(StrokeID(7)), author: alice) == [])  // unknown: no-op
+    #expect(t.messages(for: .undo(LegacyTranslator.noStroke), author: alice) == [])  // no-op
     #expect(!t.needsRedraw)
     #expect(t.messages(for: .undo(StrokeID(1)), author: alice) == [])  // not on top: inexpressible
     #expect(t.needsRedraw)
@@ -99,12 +99,16 @@ private func lp(_ phase: StrokePhase, _ x: Int32, tool: Tool = .pen) -> LegacyMe
     #expect(t.redraw(board) == [.clear, .penStyle(blue), lp(.start, 1), lp(.move, 2), lp(.end, 3),
                                 .penStyle(.initial), lp(.start, 6)])
     #expect(!t.needsRedraw)
+    _ = t.messages(for: .room(.presentPage(PageID(2))), author: alice)  // no such page: ignored
+    #expect(!t.needsRedraw)
+    _ = t.messages(for: .addPage(PageID(2)), author: alice)
     _ = t.messages(for: .room(.presentPage(PageID(2))), author: alice)
     #expect(t.needsRedraw && t.appPage == PageID(2))
 }
 
 @Test func clearsOfOtherPagesAreNotShown() {
     var t = LegacyTranslator(author: app)
+    #expect(t.messages(for: .addPage(PageID(3)), author: bob) == [])
     #expect(t.messages(for: .switchPage(PageID(3)), author: alice) == [])
     #expect(t.messages(for: p(1, .start, 1), author: alice) == [])
     #expect(t.messages(for: .clear, author: alice) == [])
