@@ -139,6 +139,7 @@ public final class Daemon {
 
     private func housekeep() {
         storeProgressed()
+        for transport in udp { transport.sampleSessions() }
         refreshGauges()
         let status = statusText()
         if status != lastStatus {
@@ -154,7 +155,7 @@ public final class Daemon {
         metrics.historyBytes.set(usage.historyBytes)
         metrics.storePending.set(usage.pendingOps)
         metrics.storeCommits.set(Double(usage.commits))
-        for transport in udp { transport.refreshMetrics() }
+        metrics.reorderDepth.set(udp.reduce(0) { $0 + $1.reorderDepth })
     }
 
     func renderMetrics() -> String {

@@ -18,6 +18,8 @@ final class NativeDatagramSession: RelaySessionTransport {
     private var session: SessionID?
     private var path = PathBudget()
     private var held: [[UInt8]] = []
+    /// A probe is out for the datagrams held now (one per arrival from the address).
+    private var probing = false
     private var timer: LoopTimer?
     private var flushing = false
     private var flushAgain = false
@@ -65,6 +67,7 @@ final class NativeDatagramSession: RelaySessionTransport {
         } else {
             path.noteReceived(datagram, frame: nil)
         }
+        probing = false
         arq.handleDatagram(datagram, now: Instant(microseconds: daemon.loop.now))
         releaseHeld()
         flush()
@@ -141,7 +144,20 @@ final class NativeDatagramSession: RelaySessionTransport {
         } else if held.count < NativeDatagramSession.maxHeldDatagrams {
             daemon.metrics.errors(kind: "amplification_held").increment()
             held.append(datagram)
+            probe(for: datagram)
         }
+    }
+
+    /// Asks an unproven address to prove it receives: a minimal ack-eliciting frame carrying
+    /// the held datagram's timestamp. The device acknowledges it at once, echoing that
+    /// timestamp, which validates the address and releases what waits.
+    private func probe(for datagram: [UInt8]) {
+        guard !probing, let timestamp = try? FrameCodec.decode(datagram).timestamp else { return }
+        let probe = FrameCodec.encode(Frame(kind: .data, connectionID: connectionID, timestamp: timestamp, ackNow: true))
+        guard path.allows(probe.count) else { return }
+        probing = true
+        path.noteSent(probe)
+        transport.send(probe, to: address)
     }
 
     private func releaseHeld() {
@@ -179,6 +195,10 @@ final class NativeDatagramSession: RelaySessionTransport {
         }
     }
 
+    /// Segments held out of order right now.
+    var outOfOrderSegments: Int { arq.stats.outOfOrderSegments }
+
+    /// RTT sample and new retransmissions (once a housekeeping round).
     func sampleMetrics(_ metrics: DaemonMetrics) {
         let stats = arq.stats
         if stats.smoothedRTT.microseconds > 0 { metrics.rtt.observe(Double(stats.smoothedRTT.microseconds) / 1_000_000) }

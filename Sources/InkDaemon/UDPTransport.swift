@@ -98,9 +98,12 @@ final class UDPTransport {
     }
 
     /// Samples RTT and retransmissions of every session (housekeeping).
-    func refreshMetrics() {
+    func sampleSessions() {
         for id in sessions.keys.sorted() { sessions[id]!.sampleMetrics(daemon.metrics) }
     }
+
+    /// Segments held out of order, all sessions.
+    var reorderDepth: Int { sessions.values.reduce(0) { $0 + $1.outOfOrderSegments } }
 
     /// Stops taking new sessions (shutdown); existing ones finish their goodbye.
     func stopAccepting() { newSessionRate.perSecond = 0 }

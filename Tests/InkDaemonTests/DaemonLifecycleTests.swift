@@ -1,4 +1,6 @@
 import Glibc
+import InkCodec
+import InkProtocol
 import Testing
 @testable import InkDaemon
 
@@ -139,6 +141,10 @@ import Testing
         let a = try LegacyTestClient(port: legacy)
         let b = try LegacyTestClient(port: legacy)
         #expect(daemon.waitForLine(containing: "author=2") != nil)
+        let pen = try NativeTestClient(.udp, port: DaemonProcess.port(fields["udp"])!)
+        let penAuthor = try #require(DaemonNativeTests.joined(pen, user: "pen", role: .presenter))
+        let watcher = try NativeTestClient(.tcp, port: DaemonProcess.port(fields["tcp"])!)
+        #expect(DaemonNativeTests.joined(watcher, user: "watcher", role: .viewer) != nil)
         let udp = try connectLoopback(port: DaemonProcess.port(fields["udp"])!, type: SOCK_DGRAM)
         defer { close(udp) }
         var random = SystemRandomNumberGenerator()
@@ -155,15 +161,30 @@ import Testing
             let line = ["1,0.\(round)00000,0.500000,1", "1,0.\(round)00000,0.600000,3"]
             a.send(line)
             #expect(b.receive(count: 2) == line)
+            // A native device draws in the same room; the legacy devices see its lines too.
+            let stroke = StrokeID(UInt32(round + 1))
+            pen.sendBatch([.point(StrokePoint(stroke: stroke, phase: .start, x: Int32(round), y: 0)),
+                           .point(StrokePoint(stroke: stroke, phase: .end, x: Int32(round), y: 1))],
+                          originSeq: UInt64(round + 1), author: penAuthor)
+            #expect(pen.next(where: { if case .batchAck = $0 { true } else { false } }) == .batchAck(originSeq: UInt64(round + 1), roomSeq: UInt64(2 * round + 2)))
+            #expect(b.receive(count: 2) == ["1,0.00000\(round),0.000000,1", "1,0.00000\(round),0.000001,3"])
+            a.sendHeartbeat()
+            b.sendHeartbeat()
             #expect(badLegacy.waitClosed(limitMicroseconds: 2_000_000))
             #expect(badNative.waitClosed(limitMicroseconds: 2_000_000))
         }
+        // The watcher saw both devices' batches, in room order.
+        var seen: [UInt64] = []
+        while let (batch, _) = watcher.nextRoomBatch(limitMicroseconds: 500_000) { seen.append(batch.roomSeq) }
+        #expect(seen == Array(1...10))
         let metrics = try fetchMetrics(port: DaemonProcess.port(fields["metrics"])!)
         #expect((metricValue(metrics, "inkwire_errors_total{kind=\"legacy_frame\"}") ?? 0) == 5)
         #expect((metricValue(metrics, "inkwire_errors_total{kind=\"bad_frame\"}") ?? 0) == 5)
         let garbage = (metricValue(metrics, "inkwire_errors_total{kind=\"garbage_datagram\"}") ?? 0)
             + (metricValue(metrics, "inkwire_errors_total{kind=\"oversized_datagram\"}") ?? 0)
         #expect(garbage > 0)
+        // The pen's join answer (members and all) was larger than its join: held, then probed.
+        #expect((metricValue(metrics, "inkwire_errors_total{kind=\"amplification_held\"}") ?? 0) >= 1)
         #expect(metricValue(metrics, "inkwire_sessions{transport=\"legacy\"}") == 2)
         #expect(daemon.log.contains("reason=\"bad frame: frame of command 101 announces 4294967295 bytes"))
     }

@@ -8,6 +8,8 @@ final class DaemonProcess {
     let logPath: String
     let dataDir: String
     private(set) var exitStatus: Int32?
+    /// Whether `dataDir` was made for this process (removed with it).
+    private let ownsDirectory: Bool
 
     /// Bound on waiting for the ready line or an exit.
     static let startLimitMicroseconds: UInt64 = 10_000_000
@@ -31,13 +33,18 @@ final class DaemonProcess {
 
     /// Starts `inkwired arguments` (with `--data-dir` added unless given) and waits for it to
     /// be ready (or to exit, for configuration errors when `waitReady` is false).
-    init(_ arguments: [String], environment: [String: String] = [:], dataDir: String? = nil, tag: String = "daemon") throws {
+    /// `passing` sockets become descriptors 3, 4... with `LISTEN_PID` set to the daemon's pid
+    /// (through `sh -c 'LISTEN_PID=$$ exec ...'`), as systemd socket activation does.
+    init(_ arguments: [String], environment: [String: String] = [:], dataDir: String? = nil, tag: String = "daemon",
+         passing sockets: [Int32] = []) throws {
         let directory = dataDir ?? DaemonProcess.scratchDirectory(tag)
         self.dataDir = directory
+        ownsDirectory = dataDir == nil
         logPath = directory + "/stderr-\(UInt32.random(in: 0...UInt32.max)).log"
         var argv = [DaemonProcess.binaryPath]
         if !arguments.contains("--data-dir") { argv += ["--data-dir", directory + "/data"] }
         argv += arguments
+        if !sockets.isEmpty { argv = ["/bin/sh", "-c", "LISTEN_PID=$$ exec \"$0\" \"$@\""] + argv }
         var env = environment
         if env["PATH"] == nil { env["PATH"] = "/usr/bin:/bin" }
         var actions = posix_spawn_file_actions_t()
@@ -46,6 +53,7 @@ final class DaemonProcess {
         posix_spawn_file_actions_addopen(&actions, 2, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 1, logPath + ".out", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        for (index, fd) in sockets.enumerated() { posix_spawn_file_actions_adddup2(&actions, fd, 3 + Int32(index)) }
         let cArgs = argv.map { strdup($0) } + [nil]
         let cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -74,6 +82,7 @@ final class DaemonProcess {
             kill(pid, SIGKILL)
             _ = waitExit()
         }
+        if ownsDirectory && dataDir.hasPrefix("/tmp/inkwired-test-") { _ = system("rm -rf '\(dataDir)'") }
     }
 
     struct SpawnError: Error, CustomStringConvertible {
