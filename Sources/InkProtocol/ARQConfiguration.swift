@@ -32,7 +32,7 @@ public struct ARQConfiguration: Sendable {
     /// lost datagram is repaired by the next one instead of after a round trip.
     public var redundantCopies = 2
     /// Most bytes (payload plus segment header) of redundant copies per datagram.
-    public var redundancyBytesPerDatagram = 64
+    public var redundancyBytesPerDatagram = 128
     /// Send an ack-eliciting ping after this long without sending one.
     public var keepaliveInterval = Instant.Duration.milliseconds(5000)
     /// Report `.peerUnreachable` after this long without hearing from a peer we await.
