@@ -33,6 +33,10 @@ final class LegacyPeer: RelaySessionTransport {
     private var remote = "?"
     private var closed = false
     private var counted = false
+    /// The relay was told to hold back (the app reads slower than the room draws).
+    private var blocked = false
+    /// Queued bytes above which the relay holds back this device (it resyncs it later).
+    static let backpressureHighBytes = 1 << 20
 
     init(connection: TCPConnection, room: String, number: UInt64, context: LegacyContext, onClosed: @escaping (LegacyPeer) -> Void) {
         self.connection = connection
@@ -59,6 +63,11 @@ final class LegacyPeer: RelaySessionTransport {
             return
         }
         connection.onError = { [weak self] error in self?.close(reason: "write failed: \(error)") }
+        connection.onDrain = { [weak self] in
+            guard let self, self.blocked, let session = self.session else { return }
+            self.blocked = false
+            self.context.driver.ready(session)
+        }
         context.metrics.sessions.labels("legacy").add(1)
         counted = true
         let session = context.driver.open(self, kind: .legacy)
@@ -198,8 +207,12 @@ final class LegacyPeer: RelaySessionTransport {
     private func write(_ bytes: [UInt8]) {
         guard !closed else { return }
         do {
-            try connection.write(bytes)
+            let queued = try connection.write(bytes)
             context.metrics.bytesSent.labels("legacy").increment(by: UInt64(bytes.count))
+            if !blocked && queued > LegacyPeer.backpressureHighBytes, let session {
+                blocked = true
+                context.driver.backpressure(session)
+            }
         } catch {
             close(reason: error.code == UVError.noBufferSpace ? "device too slow (write queue full)" : "write failed: \(error)")
         }

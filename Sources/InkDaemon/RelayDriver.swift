@@ -29,6 +29,9 @@ final class RelayDriver {
     private var nextSession: UInt64 = 1
     private var timer: LoopTimer?
     private var draining = false
+    /// Sessions with a history sync under way (for the gauge; a session that leaves mid-sync
+    /// drops out).
+    private var syncing: Set<SessionID> = []
 
     init(loop: EventLoop, store: RoomLogStore, logger: Logger, metrics: DaemonMetrics, limits: DaemonLimits, authorizer: DaemonAuthorizer) throws(UVError) {
         self.loop = loop
@@ -206,15 +209,19 @@ final class RelayDriver {
             metrics.errors(kind: "refused_batch_\(code)").increment()
         case .malformedMessage:
             metrics.errors(kind: "malformed_message").increment()
-        case .syncStarted:
-            metrics.syncsInProgress.add(1)
-        case .syncCompleted:
-            metrics.syncsInProgress.add(-1)
+        case .syncStarted(_, let session, _, _, _):
+            syncing.insert(session)
+            metrics.syncsInProgress.set(syncing.count)
+        case .syncCompleted(_, let session, _, _, _):
+            syncing.remove(session)
+            metrics.syncsInProgress.set(syncing.count)
+        case .sessionClosed(let session):
+            if syncing.remove(session) != nil { metrics.syncsInProgress.set(syncing.count) }
         case .memberResync(let room, let session, let cursor):
             logger.info("member resyncing", ["room": room, "session": session.rawValue, "cursor": cursor])
         case .pendingAckDropped:
             metrics.errors(kind: "pending_ack_dropped").increment()
-        case .sessionOpened, .sessionClosed, .batchAccepted, .batchDuplicate, .snapshotBuilt:
+        case .sessionOpened, .batchAccepted, .batchDuplicate, .snapshotBuilt:
             break
         }
     }

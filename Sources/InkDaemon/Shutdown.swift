@@ -17,7 +17,10 @@ extension Daemon {
         for listener in legacyListeners { listener.stopAccepting() }
         for transport in tcp { transport.stopAccepting() }
         for transport in udp { transport.stopAccepting() }
-        // Every session gets `goingAway`; ARQ sessions linger to deliver it.
+        // Acknowledge what is already accepted before saying goodbye, so devices see their
+        // last batches confirmed; then every session gets `goingAway` (ARQ sessions linger).
+        do { try store.flush() } catch { logger.error("room log flush failed", ["error": error]) }
+        storeProgressed()
         driver.shutdown()
         do {
             let grace = try LoopTimer(loop: loop)

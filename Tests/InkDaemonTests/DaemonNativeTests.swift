@@ -129,6 +129,18 @@ import Testing
             }
         }
         #expect(daemon.log.contains("msg=\"join refused\""))
+        // SIGHUP reads a new secret: old tokens stop working, new ones work.
+        let newSecret = Array("the-next-term-secret-0123456789".utf8)
+        writeFile(directory + "/secret", newSecret)
+        daemon.signal(SIGHUP)
+        #expect(daemon.waitForLine(containing: "msg=\"reloaded\"") != nil)
+        let fresh = TokenVerifier(secret: newSecret)!.mint(JoinClaims(room: "lesson", user: "ada", role: .viewer, expiresAt: 4_000_000_000))
+        for (token, accepted) in [(good, false), (fresh, true)] {
+            let client = try NativeTestClient(.tcp, port: ports.tcp)
+            client.join(room: "lesson", user: "ada", role: .viewer, token: token)
+            let answer = client.next(where: { if case .joinAccepted = $0 { true } else if case .joinRefused = $0 { true } else { false } })
+            if case .joinAccepted? = answer { #expect(accepted) } else { #expect(!accepted && answer != nil) }
+        }
     }
 
     @Test func shutdownSaysGoodbyeAndKeepsTheLog() throws {
