@@ -2,4 +2,5 @@ import CENet
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "kcp-experiment" { runKCPExperiment(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "udp-loopback" { runUDPLoopback(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "codec" { runCodecBench(Array(CommandLine.arguments.dropFirst(2))) }
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "store" { runStoreBench(Array(CommandLine.arguments.dropFirst(2))) }
 print("inkwire-bench: not yet implemented")

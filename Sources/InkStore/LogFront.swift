@@ -18,6 +18,10 @@ final class LogFront {
         var pendingSnapshot: RoomSnapshot?
         /// Writes of any kind for this room not yet durable (an idle room expires only at 0).
         var pendingOps = 0
+        /// Highest originSeq per origin ever appended; an append above it is new for sure.
+        var originHighWater: [UInt64: UInt64] = [:]
+        /// False once an origin could not be tracked: unknown origins then need a lookup.
+        var everyOriginTracked = true
     }
 
     let limits: StoreLimits
@@ -50,6 +54,21 @@ final class LogFront {
             rooms[loaded.name] = Room(id: loaded.id, info: info)
             namesById[loaded.id] = loaded.name
             nextRoomId = max(nextRoomId, loaded.id + 1)
+        }
+        for entry in try reader.loadOriginHighWater() {
+            guard let name = namesById[entry.roomId], var room = rooms[name] else { continue }
+            track(origin: entry.origin, originSeq: entry.originSeq, in: &room)
+            rooms[name] = room
+        }
+    }
+
+    private func track(origin: UInt64, originSeq: UInt64, in room: inout Room) {
+        if let known = room.originHighWater[origin] {
+            room.originHighWater[origin] = max(known, originSeq)
+        } else if room.originHighWater.count < limits.maxTrackedOriginsPerRoom {
+            room.originHighWater[origin] = originSeq
+        } else {
+            room.everyOriginTracked = false
         }
     }
 
@@ -138,6 +157,7 @@ final class LogFront {
             author: batch.author, receivedAtMs: batch.receivedAtMs, payload: batch.payload)
         room.pending.append(record)
         room.pendingOrigins[OriginKey(origin: batch.origin, originSeq: batch.originSeq)] = record.roomSeq
+        track(origin: batch.origin, originSeq: batch.originSeq, in: &room)
         room.pendingOps += 1
         room.info.lastRoomSeq = record.roomSeq
         room.info.recordCount += 1
@@ -152,6 +172,13 @@ final class LogFront {
     func find(room name: String, origin: UInt64, originSeq: UInt64) throws(StoreError) -> UInt64? {
         guard let room = rooms[name] else { return nil }
         if let seq = room.pendingOrigins[OriginKey(origin: origin, originSeq: originSeq)] { return seq }
+        // Producers count up: above the high-water mark (or from an unseen origin while every
+        // origin is tracked) the batch is new, and the database need not be asked.
+        if let highest = room.originHighWater[origin] {
+            if originSeq > highest { return nil }
+        } else if room.everyOriginTracked {
+            return nil
+        }
         return try reader.find(roomId: room.id, origin: origin, originSeq: originSeq)
     }
 
@@ -189,6 +216,7 @@ final class LogFront {
         counters.commits += report.commits
         if report.commits > 0 { counters.lastCommitMicros = report.lastCommitMicros }
         counters.maxCommitMicros = max(counters.maxCommitMicros, report.maxCommitMicros)
+        counters.totalCommitMicros += report.totalCommitMicros
         for failure in report.failures {
             counters.failedCommits += 1
             if failure.isDiskFull { counters.diskFullErrors += 1 }

@@ -179,6 +179,14 @@ final class MemoryReader: LogReader {
         }
     }
 
+    func loadOriginHighWater() throws(StoreError) -> [(roomId: Int64, origin: UInt64, originSeq: UInt64)] {
+        disk.rooms.sorted { $0.key < $1.key }.flatMap { id, room in
+            let stored = room.origins.compactMap { origin, seqs in seqs.keys.max().map { (origin, $0) } }
+            let compacted = room.compactedOrigins.map { ($0.key, $0.value) }
+            return (stored + compacted).sorted { $0 < $1 }.map { (roomId: id, origin: $0.0, originSeq: $0.1) }
+        }
+    }
+
     func find(roomId: Int64, origin: UInt64, originSeq: UInt64) throws(StoreError) -> UInt64? {
         guard let room = disk.rooms[roomId] else { return nil }
         if let seq = room.origins[origin]?[originSeq] { return seq }

@@ -11,6 +11,7 @@ final class SQLiteLogReader: LogReader {
     private let selectTail: SQLiteStatement
     private let selectSnapshot: SQLiteStatement
     private let rangeUsage: SQLiteStatement
+    private let originHighWater: SQLiteStatement
 
     init(db: SQLiteConnection) throws(StoreError) {
         self.db = db
@@ -25,6 +26,19 @@ final class SQLiteLogReader: LogReader {
         selectSnapshot = try db.prepare("SELECT upto_room_seq, payload, digest, created_ms FROM snapshots WHERE room_id = ?1")
         rangeUsage = try db.prepare(
             "SELECT count(*), coalesce(sum(length(payload)), 0), coalesce(max(room_seq), 0) FROM batches WHERE room_id = ?1 AND room_seq BETWEEN ?2 AND ?3")
+        originHighWater = try db.prepare("""
+            SELECT room_id, origin, max(origin_seq) FROM batches GROUP BY room_id, origin
+            UNION ALL SELECT room_id, origin, max_origin_seq FROM compacted_origins ORDER BY 1, 2, 3
+            """)
+    }
+
+    func loadOriginHighWater() throws(StoreError) -> [(roomId: Int64, origin: UInt64, originSeq: UInt64)] {
+        defer { originHighWater.reset() }
+        var entries: [(roomId: Int64, origin: UInt64, originSeq: UInt64)] = []
+        while try originHighWater.step() {
+            entries.append((originHighWater.int64(0), originHighWater.uint64(1), originHighWater.uint64(2)))
+        }
+        return entries
     }
 
     func loadRooms() throws(StoreError) -> [LoadedRoom] {

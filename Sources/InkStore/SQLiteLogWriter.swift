@@ -37,7 +37,17 @@ final class SQLiteLogWriter {
     func apply(_ ops: ArraySlice<StoreOp>) throws(StoreError) {
         try db.exec("BEGIN IMMEDIATE")
         do {
-            for op in ops { try apply(op) }
+            var activity: [Int64: UInt64] = [:]
+            for op in ops {
+                try apply(op)
+                if case let .append(id, record) = op { activity[id] = max(activity[id] ?? 0, record.receivedAtMs) }
+            }
+            // Once per room per commit, not once per batch.
+            for (id, ms) in activity.sorted(by: { $0.key < $1.key }) {
+                touchRoom.bind(1, id)
+                touchRoom.bind(2, ms)
+                try touchRoom.run()
+            }
             try db.exec("COMMIT")
         } catch {
             for statement in statements { statement.reset() }
@@ -64,9 +74,6 @@ final class SQLiteLogWriter {
             insertBatch.bind(7, record.payload)
             insertBatch.bind(8, Int64(Checksum.crc32(record.payload)))
             try insertBatch.run()
-            touchRoom.bind(1, id)
-            touchRoom.bind(2, record.receivedAtMs)
-            try touchRoom.run()
         case let .snapshot(id, snapshot, shouldCompact):
             upsertSnapshot.bind(1, id)
             upsertSnapshot.bind(2, snapshot.uptoRoomSeq)

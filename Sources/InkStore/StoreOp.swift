@@ -37,6 +37,8 @@ struct LoadedRoom {
 /// Reads what is committed. Called on the caller's (loop) thread only.
 protocol LogReader: AnyObject {
     func loadRooms() throws(StoreError) -> [LoadedRoom]
+    /// Per room and origin, the highest originSeq stored or compacted.
+    func loadOriginHighWater() throws(StoreError) -> [(roomId: Int64, origin: UInt64, originSeq: UInt64)]
     /// The batch's room sequence number, 0 when compaction removed it, nil when never seen.
     func find(roomId: Int64, origin: UInt64, originSeq: UInt64) throws(StoreError) -> UInt64?
     /// Committed batches after `after`, ascending, within the record and byte budget.
@@ -55,6 +57,7 @@ struct PipeReport {
     var commits: UInt64 = 0
     var lastCommitMicros: UInt64 = 0
     var maxCommitMicros: UInt64 = 0
+    var totalCommitMicros: UInt64 = 0
 }
 
 /// Takes writes in order and makes them durable: inline (memory) or on a writer thread (SQLite).

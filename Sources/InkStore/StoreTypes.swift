@@ -144,6 +144,8 @@ public struct StoreUsage: Sendable, Equatable {
     /// Longest and latest commit, in microseconds (transaction + fsync).
     public var lastCommitMicros: UInt64 = 0
     public var maxCommitMicros: UInt64 = 0
+    /// Sum over all commits, for the mean (`totalCommitMicros / commits`).
+    public var totalCommitMicros: UInt64 = 0
     public var expiredRooms: UInt64 = 0
     public init() {}
 }
@@ -172,6 +174,9 @@ public struct StoreLimits: Sendable, Equatable {
     public var maxPendingBytes = 64 * 1024 * 1024
     /// A room with no append for this long is deleted by `expireIdleRooms` (0: never).
     public var idleRoomExpiryMs: UInt64 = 30 * 24 * 3600 * 1000
+    /// Producers per room whose highest originSeq is kept in memory, so `append` recognises a
+    /// new batch without a database lookup; rooms with more origins fall back to lookups.
+    public var maxTrackedOriginsPerRoom = 1024
     /// Most batches one `readTail` page holds.
     public var maxPageRecords = 4096
 

@@ -122,6 +122,7 @@ final class WriterThreadPipe: CommitPipe, @unchecked Sendable {
             report.commits += 1
             report.lastCommitMicros = micros
             report.maxCommitMicros = max(report.maxCommitMicros, micros)
+            report.totalCommitMicros += micros
             condition.broadcast()
             if let onDurable {
                 condition.unlock()

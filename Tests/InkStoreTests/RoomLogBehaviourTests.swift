@@ -47,6 +47,20 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func duplicatesAreRecognisedBeyondTheTrackedOrigins(kind: StoreKind) throws {
+        let harness = StoreHarness(kind)
+        harness.limits.maxTrackedOriginsPerRoom = 1
+        var store = try harness.open()
+        for origin in UInt64(1)...3 { _ = try store.append(batch("r", origin: origin, originSeq: 10)) }
+        #expect(try store.append(batch("r", origin: 3, originSeq: 10)) == .duplicate(roomSeq: 3))
+        try store.flush()
+        store = try harness.open()
+        for origin in UInt64(1)...3 { #expect(try store.append(batch("r", origin: origin, originSeq: 10)) == .duplicate(roomSeq: origin)) }
+        #expect(try store.append(batch("r", origin: 2, originSeq: 9)) == .appended(roomSeq: 4))
+        #expect(try store.append(batch("r", origin: 4, originSeq: 1)) == .appended(roomSeq: 5))
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func tailPagesAreBoundedAndIncludeWhatIsNotYetDurable(kind: StoreKind) throws {
         let harness = StoreHarness(kind)
         let store = try harness.open()
