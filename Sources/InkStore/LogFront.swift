@@ -12,7 +12,7 @@ final class LogFront {
         var id: Int64
         var info: RoomInfo
         /// Appended, not yet reported durable; ascending and consecutive.
-        var pending: [BatchRecord] = []
+        var pending = PendingRecords()
         var pendingOrigins: [OriginKey: UInt64] = [:]
         /// Written, not yet reported durable.
         var pendingSnapshot: RoomSnapshot?
@@ -88,6 +88,13 @@ final class LogFront {
         return makeRoom(name, retention: retention, nowMs: nowMs).info
     }
 
+    /// Mutates a room in place (a copy out of the dictionary would copy its pending batches).
+    @discardableResult
+    private func modifyRoom<T>(_ name: String, _ body: (inout Room) -> T) -> T {
+        body(&rooms[name]!)
+    }
+
+    @discardableResult
     private func makeRoom(_ name: String, retention: Retention, nowMs: UInt64) -> Room {
         let id = nextRoomId
         nextRoomId += 1
@@ -138,34 +145,36 @@ final class LogFront {
             return .duplicate(roomSeq: existing)
         }
         let weight = batch.payload.count + authorBytes
-        var room: Room
-        if let found = rooms[batch.room] {
-            room = found
-            try checkBacklog(ops: 1, bytes: weight)
-        } else {
+        let existing = rooms[batch.room]?.info
+        if existing == nil {
             guard rooms.count < limits.maxRooms else { throw .tooManyRooms(limit: limits.maxRooms) }
             try checkBacklog(ops: 2, bytes: weight + batch.room.utf8.count)
-            room = makeRoom(batch.room, retention: defaultRetention, nowMs: batch.receivedAtMs)
+        } else {
+            try checkBacklog(ops: 1, bytes: weight)
         }
-        guard room.info.lastRoomSeq < StoreLimits.maxRoomSeq else { throw .roomSeqExhausted(room: batch.room) }
-        let history = room.info.historyBytes + batch.payload.count
+        let last = existing?.lastRoomSeq ?? 0
+        guard last < StoreLimits.maxRoomSeq else { throw .roomSeqExhausted(room: batch.room) }
+        let history = (existing?.historyBytes ?? 0) + batch.payload.count
         guard history <= limits.maxRoomHistoryBytes else {
             throw .roomHistoryFull(room: batch.room, bytes: history, limit: limits.maxRoomHistoryBytes)
         }
+        if existing == nil { makeRoom(batch.room, retention: defaultRetention, nowMs: batch.receivedAtMs) }
         let record = BatchRecord(
-            roomSeq: room.info.lastRoomSeq + 1, origin: batch.origin, originSeq: batch.originSeq,
+            roomSeq: last + 1, origin: batch.origin, originSeq: batch.originSeq,
             author: batch.author, receivedAtMs: batch.receivedAtMs, payload: batch.payload)
-        room.pending.append(record)
-        room.pendingOrigins[OriginKey(origin: batch.origin, originSeq: batch.originSeq)] = record.roomSeq
-        track(origin: batch.origin, originSeq: batch.originSeq, in: &room)
-        room.pendingOps += 1
-        room.info.lastRoomSeq = record.roomSeq
-        room.info.recordCount += 1
-        room.info.historyBytes = history
-        room.info.lastActivityMs = max(room.info.lastActivityMs, batch.receivedAtMs)
-        rooms[batch.room] = room
+        let roomId = modifyRoom(batch.room) { room in
+            room.pending.append(record)
+            room.pendingOrigins[OriginKey(origin: batch.origin, originSeq: batch.originSeq)] = record.roomSeq
+            track(origin: batch.origin, originSeq: batch.originSeq, in: &room)
+            room.pendingOps += 1
+            room.info.lastRoomSeq = record.roomSeq
+            room.info.recordCount += 1
+            room.info.historyBytes = history
+            room.info.lastActivityMs = max(room.info.lastActivityMs, batch.receivedAtMs)
+            return room.id
+        }
         counters.appends += 1
-        enqueue(.append(roomId: room.id, record: record))
+        enqueue(.append(roomId: roomId, record: record))
         return .appended(roomSeq: record.roomSeq)
     }
 
@@ -228,20 +237,21 @@ final class LogFront {
         for op in report.committed {
             pendingOps -= 1
             pendingBytes -= op.byteCount
-            guard let name = namesById[op.roomId], var room = rooms[name] else { continue }
-            room.pendingOps -= 1
-            switch op {
-            case .append(_, let record):
-                if room.pending.first?.roomSeq == record.roomSeq { room.pending.removeFirst() }
-                room.pendingOrigins[OriginKey(origin: record.origin, originSeq: record.originSeq)] = nil
-                room.info.durableRoomSeq = record.roomSeq
-                unreportedMarks[name] = record.roomSeq
-            case .snapshot(_, let snapshot, _):
-                if room.pendingSnapshot?.uptoRoomSeq == snapshot.uptoRoomSeq { room.pendingSnapshot = nil }
-            case .createRoom, .deleteRoom:
-                break
+            guard let name = namesById[op.roomId], rooms[name] != nil else { continue }
+            modifyRoom(name) { room in
+                room.pendingOps -= 1
+                switch op {
+                case .append(_, let record):
+                    if room.pending.first?.roomSeq == record.roomSeq { room.pending.removeFirst() }
+                    room.pendingOrigins[OriginKey(origin: record.origin, originSeq: record.originSeq)] = nil
+                    room.info.durableRoomSeq = record.roomSeq
+                case .snapshot(_, let snapshot, _):
+                    if room.pendingSnapshot?.uptoRoomSeq == snapshot.uptoRoomSeq { room.pendingSnapshot = nil }
+                case .createRoom, .deleteRoom:
+                    break
+                }
             }
-            rooms[name] = room
+            if case .append(_, let record) = op { unreportedMarks[name] = record.roomSeq }
         }
     }
 
@@ -262,7 +272,7 @@ final class LogFront {
         }
         var bytes = records.reduce(0) { $0 + $1.payload.count }
         var last = records.last?.roomSeq ?? after
-        for record in room.pending where record.roomSeq > last {
+        for record in room.pending.suffix(after: last) {
             guard records.count < limit, records.isEmpty || bytes + record.payload.count <= maxBytes else { break }
             records.append(record)
             bytes += record.payload.count
@@ -283,38 +293,42 @@ final class LogFront {
 
     func writeSnapshot(room name: String, _ snapshot: RoomSnapshot) throws(StoreError) {
         try checkOpen()
-        guard var room = rooms[name] else { throw .roomNotFound(name) }
+        guard let info = rooms[name]?.info else { throw .roomNotFound(name) }
         guard snapshot.payload.count <= limits.maxSnapshotBytes else {
             throw .snapshotTooLarge(bytes: snapshot.payload.count, limit: limits.maxSnapshotBytes)
         }
         guard snapshot.digest.count <= StoreLimits.maxDigestBytes else { throw .digestTooLong(bytes: snapshot.digest.count) }
-        let info = room.info
         guard snapshot.uptoRoomSeq >= 1, snapshot.uptoRoomSeq <= info.lastRoomSeq, snapshot.uptoRoomSeq >= info.snapshotUptoRoomSeq else {
             throw .snapshotOutOfRange(room: name, upto: snapshot.uptoRoomSeq, last: info.lastRoomSeq, previous: info.snapshotUptoRoomSeq)
         }
         let weight = snapshot.payload.count + snapshot.digest.count
-        try checkBacklog(ops: 1, bytes: weight)
+        try checkBacklog(ops: 1, bytes: weight)  // may absorb commits: read the room after it
         let compact = info.retention == .board
-        if compact && snapshot.uptoRoomSeq >= info.firstRoomSeq {
+        var removed = (count: 0, bytes: 0)
+        if compact && snapshot.uptoRoomSeq >= info.firstRoomSeq, let room = rooms[name] {
             // Committed batches form a prefix of the log, so the pending ones above the
             // highest committed one are exactly the rest of the range.
             let committed = try reader.usage(roomId: room.id, from: info.firstRoomSeq, upto: snapshot.uptoRoomSeq)
-            var count = committed.count
-            var bytes = committed.bytes
+            removed = (committed.count, committed.bytes)
             let above = max(committed.maxSeq, info.firstRoomSeq - 1)
-            for record in room.pending where record.roomSeq > above && record.roomSeq <= snapshot.uptoRoomSeq {
-                count += 1
-                bytes += record.payload.count
+            for record in room.pending.suffix(after: above) {
+                if record.roomSeq > snapshot.uptoRoomSeq { break }
+                removed.count += 1
+                removed.bytes += record.payload.count
             }
-            room.info.firstRoomSeq = snapshot.uptoRoomSeq + 1
-            room.info.recordCount -= count
-            room.info.historyBytes -= bytes
         }
-        room.info.snapshotUptoRoomSeq = snapshot.uptoRoomSeq
-        room.pendingSnapshot = snapshot
-        room.pendingOps += 1
-        rooms[name] = room
-        enqueue(.snapshot(roomId: room.id, snapshot: snapshot, compact: compact))
+        let roomId = modifyRoom(name) { room in
+            if compact && snapshot.uptoRoomSeq >= room.info.firstRoomSeq {
+                room.info.firstRoomSeq = snapshot.uptoRoomSeq + 1
+                room.info.recordCount -= removed.count
+                room.info.historyBytes -= removed.bytes
+            }
+            room.info.snapshotUptoRoomSeq = snapshot.uptoRoomSeq
+            room.pendingSnapshot = snapshot
+            room.pendingOps += 1
+            return room.id
+        }
+        enqueue(.snapshot(roomId: roomId, snapshot: snapshot, compact: compact))
     }
 
     // MARK: Usage
