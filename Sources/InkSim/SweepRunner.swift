@@ -9,6 +9,10 @@ public struct SweepSessionSpec: Sendable {
     public var peer: Int
     /// True for the wire's first endpoint.
     public var isFirst: Bool
+    /// Random bits shared by both endpoints of the wire, for sessions that vary their tuning per seed.
+    public var wireRandom: UInt64
+    /// Largest batch the workload will submit.
+    public var maxBatchSize: Int
 }
 
 public enum SweepVerdict: Equatable, Sendable {
@@ -72,8 +76,11 @@ public enum SweepRunner {
         do {
             for (w, wire) in scenario.wires.enumerated() {
                 let id = UInt64(w + 1) << 32 | (seed & 0xFFFF_FFFF)
-                let a = makeSession(SweepSessionSpec(connectionID: id, now: network.now, endpoint: 2 * w, peer: 2 * w + 1, isFirst: true))
-                let b = makeSession(SweepSessionSpec(connectionID: id, now: network.now, endpoint: 2 * w + 1, peer: 2 * w, isFirst: false))
+                let bits = seeds.next()
+                let a = makeSession(SweepSessionSpec(connectionID: id, now: network.now, endpoint: 2 * w, peer: 2 * w + 1,
+                                                     isFirst: true, wireRandom: bits, maxBatchSize: c.maxBatchSize))
+                let b = makeSession(SweepSessionSpec(connectionID: id, now: network.now, endpoint: 2 * w + 1, peer: 2 * w,
+                                                     isFirst: false, wireRandom: bits, maxBatchSize: c.maxBatchSize))
                 sessions += [a, b]
                 try network.connect(a, node: wire.nodes.0, b, node: wire.nodes.1, aToB: wire.faulty.0, bToA: wire.faulty.1)
             }

@@ -76,7 +76,7 @@ public struct SweepScenario: Sendable, CustomStringConvertible {
             traffic.append(Traffic(meanGap: .init(microseconds: 2_000 + r.below(300_000)),
                                    batches: r.int(in: 1 ... c.maxBatchesPerEndpoint),
                                    largeChance: r.chance(0.5) ? r.unit() * 0.2 : 0,
-                                   consumeEvery: r.chance(0.2) ? .init(microseconds: r.below(1_000_000)) : .zero))
+                                   consumeEvery: r.chance(0.2) ? .init(microseconds: r.below(250_000)) : .zero))
         }
         for _ in 0 ..< r.int(in: 0 ... 3) {
             let length = 100_000 + r.below(c.maxPartition.microseconds - 100_000)

@@ -2,7 +2,10 @@
 //
 //   inkwire-sim --seeds 1-2000      sweep; one line per failure, seed first; summary at the end
 //   inkwire-sim --seed N            replay one seed exactly, printing its scenario and outcome
-//   --session arq|toy               the session under test (toy = the harness's own self-check)
+//   --session arq|arq-tuned|toy     the session under test: the ARQ session as shipped (default),
+//                                   the ARQ session with a tuning drawn per wire, or the toy
+//                                   stop-and-wait session (the harness's own self-check)
+//   --heal-bound-ms N               the liveness bound after healing (default 30000)
 //
 // Exit codes: 0 all passed, 1 correctness failure, 2 liveness failure, 3 crash, 64 usage.
 // The simulation lives in InkSim; this file only parses arguments and prints.
@@ -24,13 +27,14 @@ if ProcessInfo.processInfo.environment["SWIFT_DETERMINISTIC_HASHING"] == nil {
 }
 
 func usage(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("inkwire-sim: \(message)\nusage: inkwire-sim (--seeds A-B | --seed N) [--session arq|toy]\n".utf8))
+    FileHandle.standardError.write(Data("inkwire-sim: \(message)\nusage: inkwire-sim (--seeds A-B | --seed N) [--session arq|arq-tuned|toy] [--heal-bound-ms N]\n".utf8))
     exit(exitUsage)
 }
 
 var seeds: [UInt64] = []
 var replay = false
 var sessionKind = "arq"
+var healBoundMs: UInt64? = nil
 var arguments = Array(CommandLine.arguments.dropFirst())
 while !arguments.isEmpty {
     let flag = arguments.removeFirst()
@@ -45,8 +49,11 @@ while !arguments.isEmpty {
         seeds = [s]
         replay = true
     case "--session":
-        guard ["arq", "toy"].contains(value) else { usage("bad --session \(value)") }
+        guard ["arq", "arq-tuned", "toy"].contains(value) else { usage("bad --session \(value)") }
         sessionKind = value
+    case "--heal-bound-ms":
+        guard let ms = UInt64(value) else { usage("bad --heal-bound-ms \(value)") }
+        healBoundMs = ms
     default:
         usage("unknown argument \(flag)")
     }
@@ -59,11 +66,18 @@ if sessionKind == "toy" {
     configuration.maxBatchesPerEndpoint = 40
     configuration.healBound = .milliseconds(120_000)
 }
+if let healBoundMs { configuration.healBound = .milliseconds(healBoundMs) }
 
 let chosenKind = sessionKind
+let replayOne = replay
 let makeSession: (SweepSessionSpec) -> any SimReliableEndpoint = { spec in
     if chosenKind == "toy" { return StopAndWaitEndpoint() }
-    return ARQSession(connectionID: spec.connectionID, now: spec.now)
+    if chosenKind == "arq" { return ARQSession(connectionID: spec.connectionID, now: spec.now) }
+    if replayOne {
+        let c = ARQSession.sweepConfiguration(spec)
+        print("  endpoint \(spec.endpoint) tuning: window \(c.sendWindow)/\(c.receiveWindow), datagram \(c.maxDatagramSize), redundancy \(c.redundantCopies)x\(c.redundancyBytesPerDatagram) B, ack delay \(c.maxAckDelay), queue \(c.maxQueuedMessages) msgs/\(c.maxQueuedBytes) B, pending receive \(c.maxPendingReceiveBytes), seq \(c.initialSequence)/\(c.peerInitialSequence)")
+    }
+    return ARQSession.forSweep(spec)
 }
 
 // A crash (trap, bad access) must still print its seed first: the handler writes a line

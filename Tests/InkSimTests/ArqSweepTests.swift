@@ -6,7 +6,7 @@ import Testing
 @Test func arqSessionPassesAShortSweep() {
     var c = SweepConfiguration()
     c.maxBatchesPerEndpoint = 60
-    for seed in UInt64(1) ... 20 {
+    for seed in UInt64(1) ... 12 {
         let o = SweepRunner.run(seed: seed, configuration: c) { ARQSession(connectionID: $0.connectionID, now: $0.now) }
         #expect(o.verdict == .pass, "seed \(seed)")
     }
@@ -26,4 +26,22 @@ import Testing
     }
     #expect(r.inOrder && r.complete)
     #expect(r.rtts.count == KCPExperiment.echoesWanted)
+}
+
+@Test func tunedSessionsMirrorSequenceStartsAndPassAShortSweep() {
+    let spec = { (first: Bool) in
+        SweepSessionSpec(connectionID: 9, now: .zero, endpoint: first ? 0 : 1, peer: first ? 1 : 0, isFirst: first,
+                         wireRandom: 12345, maxBatchSize: 4096)
+    }
+    let a = ARQSession.sweepConfiguration(spec(true))
+    let b = ARQSession.sweepConfiguration(spec(false))
+    #expect(a.initialSequence == b.peerInitialSequence && b.initialSequence == a.peerInitialSequence)
+    #expect(a.sendWindow == b.sendWindow && a.maxDatagramSize == b.maxDatagramSize)
+
+    var c = SweepConfiguration()
+    c.maxBatchesPerEndpoint = 60
+    for seed in UInt64(101) ... 108 {
+        let o = SweepRunner.run(seed: seed, configuration: c, makeSession: ARQSession.forSweep)
+        #expect(o.verdict == .pass, "seed \(seed)")
+    }
 }
