@@ -196,10 +196,9 @@ public final class Relay {
         guard target > room.durable else { return }
         room.durable = target
         let acks = room.takeDurable(upTo: target)
-        // Acks are cumulative per origin: one per origin, the latest, in room order.
-        var latest: [UInt64: PendingAck] = [:]
-        for a in acks { latest[a.origin] = a }
-        for a in latest.values.sorted(by: { $0.roomSeq < $1.roomSeq }) {
+        // One ack per batch, in room order, so a device learns where each of its batches landed
+        // (it folds them there); an ack also covers earlier batches of its origin.
+        for a in acks {
             guard let s = room.sessions.first(where: { sessions[$0]?.member?.origin == a.origin }) else { continue }
             send(s, .batchAck(originSeq: a.originSeq, roomSeq: a.roomSeq))
         }

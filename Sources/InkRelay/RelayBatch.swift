@@ -31,8 +31,12 @@ extension Relay {
         let room = rooms[m.room]!
         if let seen = room.origins[m.origin], originSeq <= seen.lastOriginSeq {
             event(.batchDuplicate(room: m.room, origin: m.origin, originSeq: originSeq))
-            if seen.lastRoomSeq <= room.durable {
-                send(session, .batchAck(originSeq: seen.lastOriginSeq, roomSeq: seen.lastRoomSeq))
+            // Name where this very batch landed when the tail still has it, so the device can
+            // place it; else the producer's latest (acks cover earlier batches).
+            let landed = room.tail.find(origin: m.origin, originSeq: originSeq).map { ($0, originSeq) }
+                ?? (seen.lastRoomSeq, seen.lastOriginSeq)
+            if landed.0 <= room.durable {
+                send(session, .batchAck(originSeq: landed.1, roomSeq: landed.0))
             }
             return
         }

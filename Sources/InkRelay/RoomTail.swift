@@ -39,6 +39,17 @@ struct RoomTail {
         return entries[start + Int(seq - firstSeq)]
     }
 
+    /// The room sequence number of the batch `(origin, originSeq)`, newest first (duplicates only).
+    func find(origin: UInt64, originSeq: UInt64) -> UInt64? {
+        var i = entries.count - 1
+        while i >= start {
+            let r = entries[i].record
+            if r.origin == origin && r.originSeq == originSeq { return r.roomSeq }
+            i -= 1
+        }
+        return nil
+    }
+
     /// Appends the entry for `lastSeq + 1`.
     mutating func append(_ entry: TailEntry) {
         if count == 0 { firstSeq = entry.record.roomSeq }

@@ -184,6 +184,6 @@ private func classroom(_ h: Harness) -> (Device, Device, Device, Device) {
     h.durable("r", 2)  // again: nothing new
     #expect(h.take(t.session).isEmpty)
     h.durable("r", 99)  // past the head: up to the head
-    #expect(h.take(t.session) == [.batchAck(originSeq: 3, roomSeq: 4)])  // cumulative
+    #expect(h.take(t.session) == [.batchAck(originSeq: 2, roomSeq: 3), .batchAck(originSeq: 3, roomSeq: 4)])
     #expect(h.relay.durableRoomSeq("r") == 4)
 }
