@@ -1,4 +1,5 @@
 import Testing
+import InkProtocol
 import InkUV
 @testable import InkDaemon
 
