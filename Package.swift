@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "InkCodec", targets: ["InkCodec"]),
         .library(name: "InkProtocol", targets: ["InkProtocol"]),
         .library(name: "InkRelay", targets: ["InkRelay"]),
+        .library(name: "InkClient", targets: ["InkClient"]),
         .executable(name: "inkwired", targets: ["inkwired"]),
         .executable(name: "inkwire", targets: ["inkwire"]),
         .executable(name: "inkwire-sim", targets: ["inkwire-sim"]),
@@ -27,6 +28,7 @@ let package = Package(
         .target(name: "InkProtocol", dependencies: ["InkCodec"]),
         .target(name: "InkRelay", dependencies: ["InkCodec", "InkProtocol"]),
         .target(name: "InkSim", dependencies: ["InkProtocol"]),
+        .target(name: "InkClient", dependencies: ["InkCodec", "InkProtocol"]),
 
         // IO and storage.
         .target(name: "InkStore", dependencies: ["InkCodec", "CSQLite"]),
@@ -35,7 +37,7 @@ let package = Package(
 
         // Programs.
         .executableTarget(name: "inkwired", dependencies: ["InkDaemon"]),
-        .executableTarget(name: "inkwire", dependencies: ["InkCodec", "InkProtocol", "InkUV", "InkDaemon"]),
+        .executableTarget(name: "inkwire", dependencies: ["InkCodec", "InkProtocol", "InkUV", "InkDaemon", "InkClient"]),
         .executableTarget(name: "inkwire-sim", dependencies: ["InkSim", "InkProtocol"]),
         .executableTarget(
             name: "inkwire-bench",
@@ -52,6 +54,7 @@ let package = Package(
         .executableTarget(name: "inkstore-torture", dependencies: ["InkStore"], path: "Tests/InkStoreTorture"),
         .testTarget(name: "InkUVTests", dependencies: ["InkUV"]),
         .testTarget(name: "InkDaemonTests", dependencies: ["InkDaemon", "InkCodec", "InkProtocol"]),
+        .testTarget(name: "InkClientTests", dependencies: ["InkClient", "InkRelay", "InkCodec", "InkProtocol"]),
         .testTarget(name: "PurityTests"),
     ]
 )

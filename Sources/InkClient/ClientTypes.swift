@@ -1,0 +1,100 @@
+// The vocabulary of a client session: configuration, events, errors.
+import InkCodec
+import InkProtocol
+
+/// Who joins which room, and the bounds of the client's queues.
+public struct ClientConfiguration: Sendable {
+    public var room: String
+    public var user: String
+    public var role: MemberRole
+    /// A signed join token (docs/protocol.md 8.3); empty in open mode.
+    public var token: [UInt8]
+    /// The device's producer id, the same across reconnects so the daemon deduplicates batches
+    /// sent again. Pick it at random once per device.
+    public var origin: UInt64
+    /// What the first join says it has. `.nothing` brings a compacted snapshot (the board);
+    /// `.upTo(roomSeq: 0, digest: 0)` asks for the whole log as a tail, with every batch's
+    /// original command times (what `inkwire export` needs) while the daemon still holds it.
+    public var initialHave: JoinHave = .nothing
+    public var arq = ARQConfiguration()
+
+    /// Own batches not yet acknowledged durable; `send` refuses more (`.tooManyPending`).
+    public static let maxPendingBatches = 16_384
+    /// Largest message accepted over a stream (the session message bound).
+    public static let maxStreamFrameBytes = SessionMessageCodec.maxMessageBytes
+
+    public init(room: String, user: String, role: MemberRole, token: [UInt8] = [], origin: UInt64) {
+        self.room = room
+        self.user = user
+        self.role = role
+        self.token = token
+        self.origin = origin
+    }
+}
+
+/// How the session reaches the daemon.
+public enum ClientTransport: Hashable, Sendable {
+    /// UDP: an ARQ session with this connection id (random per connection).
+    case datagram(connectionID: UInt64)
+    /// TCP: length-prefixed session messages (`StreamFrameDecoder`), no ARQ.
+    case stream
+}
+
+/// One batch of the room log as this device received it.
+public struct DeliveredBatch: Hashable, Sendable {
+    /// The batch's room sequence number; 0 for items of a snapshot.
+    public var roomSeq: UInt64
+    public var author: AuthorID
+    /// When the daemon accepted it (Unix ms; 0 for snapshot items).
+    public var acceptedAtMs: UInt64
+    /// The commands with the times their author gave them.
+    public var commands: [TimedCommand]
+    /// Part of a history sync (snapshot or tail) rather than live.
+    public var fromSync: Bool
+
+    public init(roomSeq: UInt64, author: AuthorID, acceptedAtMs: UInt64, commands: [TimedCommand], fromSync: Bool) {
+        self.roomSeq = roomSeq
+        self.author = author
+        self.acceptedAtMs = acceptedAtMs
+        self.commands = commands
+        self.fromSync = fromSync
+    }
+}
+
+/// What happened, in order.
+public enum ClientEvent: Hashable, Sendable {
+    /// The daemon accepted the join (first join or rejoin after `reconnect`).
+    case joined(member: AuthorID, role: MemberRole, roomHead: UInt64, syncFollows: Bool)
+    case refused(JoinRefusal, text: String)
+    /// Another member's batch, in room order (snapshot items first, with `roomSeq` 0).
+    case delivered(DeliveredBatch)
+    /// Own batches up to `originSeq` are durable; the last of them is at `roomSeq`.
+    case acknowledged(originSeq: UInt64, roomSeq: UInt64)
+    /// The daemon refused something (`originSeq` names a refused batch, 0 otherwise).
+    case error(SessionErrorCode, originSeq: UInt64, text: String)
+    case member(id: AuthorID, user: String, role: MemberRole, present: Bool)
+    case syncStarted(SyncBegin)
+    /// Chunk `chunk` of the sync was applied (and confirmed to the daemon).
+    case syncProgress(syncID: UInt32, chunk: UInt32, items: Int)
+    /// The sync ended; `matches` says the local board folds to the daemon's digest.
+    case syncDone(roomSeq: UInt64, digest: UInt64, matches: Bool)
+    /// The daemon ends the session.
+    case goingAway(GoingAwayReason, text: String)
+    /// Nothing heard from the daemon for the ARQ's dead-peer time (UDP); it keeps probing.
+    case unreachable
+    case reachable
+    /// The transport ended (peer closed, stream ended, protocol failure). `reconnect` resumes.
+    case disconnected(reason: String)
+    /// The daemon sent something undecodable; it was skipped.
+    case protocolError(String)
+}
+
+/// Why `send` refused a batch.
+public enum ClientError: Error, Hashable, Sendable {
+    /// `ClientConfiguration.maxPendingBatches` batches await acknowledgement.
+    case tooManyPending
+    /// More than `Batch.maxCommands` commands, or a command the codec cannot encode.
+    case unencodable(String)
+    /// The session ended (`leave`, `goingAway`, refused join).
+    case ended
+}
