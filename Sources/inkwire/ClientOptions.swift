@@ -1,0 +1,137 @@
+// Options shared by the client commands (send, watch, export) and their exit codes.
+import Foundation
+import InkClient
+import InkProtocol
+import InkUV
+
+/// Exit codes of the client commands (listed by `inkwire --help`).
+enum ClientExit {
+    static let ok: Int32 = 0
+    /// A local failure: unreadable trace, undecodable data, digest mismatch.
+    static let failure: Int32 = 1
+    static let badArguments: Int32 = 2
+    /// No answer from the server within `--timeout`, or the connection was refused.
+    static let unreachable: Int32 = 3
+    /// The server refused the join (bad or expired token, role not allowed, room full...).
+    static let joinRefused: Int32 = 4
+    /// The room refused a batch (e.g. a viewer drawing) or another request.
+    static let refused: Int32 = 5
+    /// The connection was lost or the server ended the session after the join.
+    static let connectionLost: Int32 = 6
+
+    static let help = """
+        exit codes of send, watch and export:
+          0  done
+          1  local failure (unreadable file, bad data, digest mismatch)
+          2  bad arguments
+          3  server unreachable (no answer within --timeout, connection refused)
+          4  join refused (the reason is printed: bad or expired token, role not allowed...)
+          5  a batch or request was refused by the room (e.g. a viewer drawing)
+          6  connection lost, or the server ended the session
+        """
+}
+
+struct UsageError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// `--flag value` pairs; every flag takes one value.
+struct ParsedFlags {
+    private var values: [String: String] = [:]
+
+    init(_ arguments: [String], allowed: Set<String>) throws(UsageError) {
+        var i = 0
+        while i < arguments.count {
+            let flag = arguments[i]
+            guard allowed.contains(flag) else { throw UsageError(description: "unknown option \(flag)") }
+            guard i + 1 < arguments.count else { throw UsageError(description: "\(flag) needs a value") }
+            values[flag] = arguments[i + 1]
+            i += 2
+        }
+    }
+
+    func string(_ flag: String) -> String? { values[flag] }
+
+    func required(_ flag: String) throws(UsageError) -> String {
+        guard let v = values[flag], !v.isEmpty else { throw UsageError(description: "\(flag) is required") }
+        return v
+    }
+
+    func seconds(_ flag: String, default value: Double) throws(UsageError) -> Double {
+        guard let text = values[flag] else { return value }
+        guard let v = Double(text), v.isFinite, v > 0 else { throw UsageError(description: "\(flag) must be a positive number of seconds") }
+        return v
+    }
+}
+
+/// `udp://HOST:PORT` or `tcp://HOST:PORT`.
+struct ServerURL: CustomStringConvertible {
+    enum Scheme: String { case udp, tcp }
+    var scheme: Scheme
+    var address: SocketAddress
+
+    init(_ text: String) throws(UsageError) {
+        guard let range = text.range(of: "://"), let scheme = Scheme(rawValue: String(text[..<range.lowerBound])) else {
+            throw UsageError(description: "--server must be udp://HOST:PORT or tcp://HOST:PORT, not '\(text)'")
+        }
+        self.scheme = scheme
+        do { address = try SocketAddress.parse(String(text[range.upperBound...])) } catch {
+            throw UsageError(description: "--server: \(error)")
+        }
+    }
+
+    var description: String { "\(scheme.rawValue)://\(address)" }
+}
+
+/// What every client command takes.
+struct ClientOptions {
+    static let flags: Set<String> = ["--server", "--room", "--user", "--role", "--token", "--timeout"]
+    static let usage = "--server udp://HOST:PORT|tcp://HOST:PORT --room R [--user NAME] [--role teacher|presenter|viewer] [--token T] [--timeout SECONDS]"
+
+    var server: ServerURL
+    var room: String
+    var user: String
+    var role: MemberRole
+    var token: String
+    /// How long to wait for the join to be answered.
+    var timeoutSeconds: Double
+
+    init(_ flags: ParsedFlags, defaultRole: MemberRole, defaultUser: String) throws(UsageError) {
+        server = try ServerURL(try flags.required("--server"))
+        room = try flags.required("--room")
+        user = flags.string("--user") ?? defaultUser
+        guard !user.isEmpty else { throw UsageError(description: "--user must not be empty") }
+        switch flags.string("--role") {
+        case nil: role = defaultRole
+        case "teacher": role = .teacher
+        case "presenter": role = .presenter
+        case "viewer": role = .viewer
+        case let other?: throw UsageError(description: "--role must be teacher, presenter or viewer, not '\(other)'")
+        }
+        token = flags.string("--token") ?? ""
+        timeoutSeconds = try flags.seconds("--timeout", default: 5)
+    }
+
+    func configuration() -> ClientConfiguration {
+        ClientConfiguration(room: room, user: user, role: role, token: Array(token.utf8), origin: UInt64.random(in: 1...UInt64.max))
+    }
+}
+
+func printError(_ command: String, _ text: String) {
+    FileHandle.standardError.write(Data("inkwire \(command): \(text)\n".utf8))
+}
+
+/// Parses the common flags plus `extra`; prints usage and returns nil on a bad argument.
+func parseClientArguments(
+    _ command: String, _ arguments: [String], extra: Set<String>, extraUsage: String, defaultRole: MemberRole
+) -> (ClientOptions, ParsedFlags)? {
+    do {
+        let flags = try ParsedFlags(arguments, allowed: ClientOptions.flags.union(extra))
+        let defaultUser = ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? "inkwire"
+        return (try ClientOptions(flags, defaultRole: defaultRole, defaultUser: defaultUser), flags)
+    } catch {
+        printError(command, "\(error)")
+        FileHandle.standardError.write(Data("usage: inkwire \(command) \(ClientOptions.usage) \(extraUsage)\n".utf8))
+        return nil
+    }
+}

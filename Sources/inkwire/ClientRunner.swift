@@ -1,0 +1,210 @@
+// Drives one ClientSession over a real UDP socket or TCP stream on an InkUV loop.
+import Foundation
+import InkClient
+import InkProtocol
+import InkUV
+
+/// The IO half of a client command: connects, feeds the session, sends what it produces,
+/// re-arms its timer, and hands every event to `onEvent`. The command calls `finish` to stop.
+final class ClientRunner {
+    /// How long `finish(leaving:)` waits for the goodbye to be acknowledged.
+    static let lingerMicroseconds: UInt64 = 300_000
+
+    let command: String
+    let options: ClientOptions
+    let loop: EventLoop
+    let session: ClientSession
+    var onEvent: (ClientEvent) -> Void = { _ in }
+    private(set) var exitCode: Int32?
+    private(set) var hasJoined = false
+
+    private var udp: UDPSocket?
+    private var tcp: TCPConnection?
+    private var transportReady = false
+    private let timer: LoopTimer
+    private let joinTimer: LoopTimer
+    private var lingerUntil: UInt64?
+
+    var now: Instant { Instant(microseconds: loop.now) }
+
+    init(_ command: String, options: ClientOptions, configuration: ClientConfiguration) throws {
+        self.command = command
+        self.options = options
+        loop = try EventLoop()
+        timer = try LoopTimer(loop: loop)
+        joinTimer = try LoopTimer(loop: loop)
+        let transport: ClientTransport = options.server.scheme == .udp
+            ? .datagram(connectionID: UInt64.random(in: 1...UInt64.max)) : .stream
+        session = ClientSession(configuration, transport: transport, now: Instant(microseconds: loop.now))
+    }
+
+    /// Connects and runs until `finish`; returns the exit code.
+    func run() -> Int32 {
+        do { try connect() } catch {
+            fail(ClientExit.unreachable, "cannot reach \(options.server): \(error)")
+        }
+        joinTimer.start(afterMicroseconds: UInt64(options.timeoutSeconds * 1_000_000)) { [unowned self] in
+            guard !hasJoined else { return }
+            fail(ClientExit.unreachable, "no answer from \(options.server) within \(options.timeoutSeconds) s")
+        }
+        while exitCode == nil || lingerUntil != nil {
+            if let until = lingerUntil, loop.now >= until || session.isLinkIdle { break }
+            _ = loop.runOnce()
+        }
+        loop.shutdown()
+        return exitCode ?? ClientExit.failure
+    }
+
+    /// Stops with `code`; with `leaving`, says goodbye first and waits briefly for it to go out.
+    func finish(_ code: Int32, leaving: Bool = true) {
+        guard exitCode == nil else { return }
+        exitCode = code
+        if leaving && transportReady && hasJoined && !session.hasEnded {
+            session.leave()
+            lingerUntil = loop.now + ClientRunner.lingerMicroseconds
+            timer.start(atMicroseconds: lingerUntil!) {}
+            pump()
+        }
+    }
+
+    func fail(_ code: Int32, _ text: String) {
+        guard exitCode == nil else { return }
+        printError(command, text)
+        finish(code, leaving: false)
+    }
+
+    /// Test hook for roaming: moves the UDP session to a new socket (a new source port).
+    func rebindUDP() {
+        guard options.server.scheme == .udp, let old = udp else { return }
+        do {
+            try openUDP()
+            old.close()
+        } catch {
+            printError(command, "roam: \(error)")
+        }
+        pump()
+    }
+
+    // MARK: IO
+
+    private func connect() throws {
+        switch options.server.scheme {
+        case .udp:
+            try openUDP()
+            pump()
+        case .tcp:
+            try TCPConnection.connect(loop: loop, to: options.server.address) { [unowned self] result in
+                switch result {
+                case .failure(let error):
+                    fail(ClientExit.unreachable, "cannot connect to \(options.server): \(error)")
+                case .success(let connection):
+                    tcp = connection
+                    try? connection.setNoDelay(true)
+                    do {
+                        try connection.startReading({ [unowned self] bytes in
+                            session.handleStreamBytes(Array(bytes), now: now)
+                            pump()
+                        }, onEnd: { [unowned self] error in
+                            transportReady = false
+                            session.handleTransportClosed(now: now)
+                            pump()
+                            if exitCode == nil && !hasJoined {
+                                fail(ClientExit.unreachable, "\(options.server) closed the connection: \(error.map { "\($0)" } ?? "end of stream")")
+                            }
+                        })
+                    } catch {
+                        fail(ClientExit.unreachable, "\(error)")
+                        return
+                    }
+                    transportReady = true
+                    pump()
+                }
+            }
+        }
+    }
+
+    private func openUDP() throws {
+        let local: SocketAddress = options.server.address.family == .ipv4 ? .anyIPv4(port: 0) : .anyIPv6(port: 0)
+        let socket = try UDPSocket(loop: loop, bindTo: local)
+        try socket.connect(to: options.server.address)
+        socket.onError = { [unowned self] error in udpError(error) }
+        try socket.startReceiving { [unowned self] bytes, _ in
+            session.handleDatagram(Array(bytes), now: now)
+            pump()
+        }
+        udp = socket
+        transportReady = true
+    }
+
+    private func udpError(_ error: UVError) {
+        // An ICMP "port unreachable" before the join means nobody listens there.
+        if error.code == UVError.connectionRefused && !hasJoined {
+            fail(ClientExit.unreachable, "\(options.server): connection refused (is inkwired running?)")
+        }
+    }
+
+    private var pumping = false
+    private var pumpAgain = false
+
+    /// Sends what the session produced, hands events to the command, re-arms the timer.
+    /// Re-entrant calls (from `onEvent`) are folded into the running one.
+    func pump() {
+        if pumping {
+            pumpAgain = true
+            return
+        }
+        pumping = true
+        defer { pumping = false }
+        repeat {
+            pumpAgain = false
+            pumpOnce()
+        } while pumpAgain
+    }
+
+    private func pumpOnce() {
+        if transportReady {
+            while let bytes = session.pollTransmit(now: now) {
+                do {
+                    if let udp { _ = try udp.send(bytes) } else if let tcp { _ = try tcp.write(bytes) }
+                } catch {
+                    if let uv = error as? UVError, uv.code == UVError.connectionRefused {
+                        udpError(uv)
+                    }
+                }
+            }
+        }
+        while let e = session.pollEvent() {
+            if case .joined = e { hasJoined = true }
+            onEvent(e)
+        }
+        var deadline = session.pollTimeout()?.microseconds
+        if let until = lingerUntil { deadline = min(deadline ?? until, until) }
+        if let deadline {
+            timer.start(atMicroseconds: deadline) { [unowned self] in
+                session.handleTimeout(now: now)
+                pump()
+            }
+        } else {
+            timer.stop()
+        }
+    }
+
+    /// Handles the events every command treats alike; returns true when handled.
+    func handleCommonEvent(_ e: ClientEvent) -> Bool {
+        switch e {
+        case .refused(let reason, let text):
+            fail(ClientExit.joinRefused, "join refused (\(reason)): \(text)")
+        case .goingAway(let reason, let text):
+            fail(ClientExit.connectionLost, "the server ended the session (\(reason)): \(text)")
+        case .disconnected(let reason):
+            fail(hasJoined ? ClientExit.connectionLost : ClientExit.unreachable, "disconnected from \(options.server): \(reason)")
+        case .protocolError(let text):
+            printError(command, "warning: \(text)")
+        case .unreachable:
+            if hasJoined { printError(command, "warning: no answer from \(options.server) for a while; still trying") }
+        default:
+            return false
+        }
+        return true
+    }
+}

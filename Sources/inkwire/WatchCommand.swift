@@ -1,0 +1,147 @@
+// `inkwire watch`: joins a room and prints every delivered command, one per line, in room order.
+import Foundation
+import InkClient
+import InkCodec
+import InkProtocol
+import InkUV
+
+private let watchExtraUsage = "[--format legacy|json] [--count N] [--idle-exit SECONDS]"
+
+func runWatchCommand(_ arguments: [String]) -> Int32 {
+    guard let (options, flags) = parseClientArguments("watch", arguments, extra: ["--format", "--count", "--idle-exit"],
+                                                      extraUsage: watchExtraUsage, defaultRole: .viewer) else {
+        return ClientExit.badArguments
+    }
+    let json: Bool
+    let count: Int?
+    let idleSeconds: Double?
+    do {
+        switch flags.string("--format") ?? "legacy" {
+        case "legacy": json = false
+        case "json": json = true
+        case let other: throw UsageError(description: "--format must be legacy or json, not '\(other)'")
+        }
+        count = try flags.string("--count").map { text throws(UsageError) in
+            guard let n = Int(text), n > 0 else { throw UsageError(description: "--count must be a positive number") }
+            return n
+        }
+        idleSeconds = flags.string("--idle-exit") == nil ? nil : try flags.seconds("--idle-exit", default: 1)
+    } catch {
+        printError("watch", "\(error)")
+        return ClientExit.badArguments
+    }
+    do {
+        let runner = try ClientRunner("watch", options: options, configuration: options.configuration())
+        let watcher = try Watcher(runner: runner, json: json, count: count, idleSeconds: idleSeconds)
+        return watcher.run()
+    } catch {
+        printError("watch", "\(error)")
+        return ClientExit.failure
+    }
+}
+
+private final class Watcher {
+    let runner: ClientRunner
+    let json: Bool
+    let count: Int?
+    let idleSeconds: Double?
+    private var printed = 0
+    private var translator: LegacyTranslator?
+    private let idleTimer: LoopTimer
+    private var out: [UInt8] = []
+
+    init(runner: ClientRunner, json: Bool, count: Int?, idleSeconds: Double?) throws {
+        self.runner = runner
+        self.json = json
+        self.count = count
+        self.idleSeconds = idleSeconds
+        idleTimer = try LoopTimer(loop: runner.loop)
+    }
+
+    func run() -> Int32 {
+        runner.onEvent = { [unowned self] e in
+            handle(e)
+            flush()
+        }
+        let code = runner.run()
+        flush()
+        return code
+    }
+
+    private func flush() {
+        guard !out.isEmpty else { return }
+        FileHandle.standardOutput.write(Data(out))
+        out.removeAll(keepingCapacity: true)
+    }
+
+    private func armIdle() {
+        guard let idleSeconds else { return }
+        idleTimer.start(afterMicroseconds: UInt64(idleSeconds * 1_000_000)) { [unowned self] in
+            runner.finish(ClientExit.ok)
+        }
+    }
+
+    private func handle(_ e: ClientEvent) {
+        if runner.handleCommonEvent(e) { return }
+        switch e {
+        case .joined(let member, _, _, _):
+            if translator == nil { translator = LegacyTranslator(author: member) }
+            armIdle()
+        case .delivered(let batch):
+            guard runner.exitCode == nil else { return }
+            armIdle()
+            for timed in batch.commands {
+                if json {
+                    emit(jsonLine(batch, timed))
+                } else {
+                    guard translator != nil else { continue }
+                    for m in translator!.messages(for: timed.command, author: batch.author) { emit(m.bytes) }
+                }
+                if runner.exitCode != nil { return }
+            }
+            if !json, translator?.needsRedraw == true {
+                for m in translator!.redraw(runner.session.board) { emit(m.bytes) }
+            }
+        case .syncDone(let roomSeq, _, let matches):
+            if !matches { printError("watch", "warning: the board after sync to \(roomSeq) does not match the server's digest") }
+        case .error(let code, _, let text):
+            printError("watch", "refused (\(code)): \(text)")
+        default:
+            break
+        }
+    }
+
+    private func emit(_ line: [UInt8]) {
+        guard runner.exitCode == nil else { return }
+        out += line
+        out.append(UInt8(ascii: "\n"))
+        printed += 1
+        if let count, printed >= count { runner.finish(ClientExit.ok) }
+    }
+}
+
+/// One command as a JSON object on one line.
+func jsonLine(_ batch: DeliveredBatch, _ timed: TimedCommand) -> [UInt8] {
+    var fields = "\"roomSeq\":\(batch.roomSeq),\"author\":\(batch.author.rawValue),\"t\":\(timed.timeMs)"
+    switch timed.command {
+    case .point(let p):
+        fields += ",\"cmd\":\"point\",\"stroke\":\(p.stroke.rawValue),\"tool\":\"\(p.tool == .pen ? "pen" : "eraser")\""
+        fields += ",\"phase\":\"\(p.phase == .start ? "start" : p.phase == .move ? "move" : "end")\",\"x\":\(p.x),\"y\":\(p.y)"
+    case .penStyle(let s): fields += ",\"cmd\":\"penStyle\",\"color\":\(s.color),\"width\":\(s.width)"
+    case .undo(let s): fields += ",\"cmd\":\"undo\",\"stroke\":\(s.rawValue)"
+    case .redo(let s): fields += ",\"cmd\":\"redo\",\"stroke\":\(s.rawValue)"
+    case .clear: fields += ",\"cmd\":\"clear\""
+    case .erase(let r): fields += ",\"cmd\":\"erase\",\"strokeAuthor\":\(r.author.rawValue),\"stroke\":\(r.stroke.rawValue)"
+    case .addPage(let p): fields += ",\"cmd\":\"addPage\",\"page\":\(p.rawValue)"
+    case .switchPage(let p): fields += ",\"cmd\":\"switchPage\",\"page\":\(p.rawValue)"
+    case .room(let r):
+        switch r {
+        case .lock: fields += ",\"cmd\":\"lock\""
+        case .unlock: fields += ",\"cmd\":\"unlock\""
+        case .presentPage(let p): fields += ",\"cmd\":\"presentPage\",\"page\":\(p.rawValue)"
+        }
+    case .unknown(let kind, let payload): fields += ",\"cmd\":\"unknown\",\"kind\":\(kind.rawValue),\"bytes\":\(payload.count)"
+    }
+    if batch.fromSync { fields += ",\"sync\":true" }
+    return Array("{\(fields)}".utf8)
+}
