@@ -167,9 +167,9 @@ final class ClientRunner {
                 do {
                     if let udp { _ = try udp.send(bytes) } else if let tcp { _ = try tcp.write(bytes) }
                 } catch {
-                    if let uv = error as? UVError, uv.code == UVError.connectionRefused {
-                        udpError(uv)
-                    }
+                    // UDP: a refused datagram is reported (before the join it is fatal); the ARQ
+                    // resends what was lost. TCP: the read side sees the broken stream.
+                    if udp != nil { udpError(error) }
                 }
             }
         }
