@@ -2,9 +2,10 @@
 ///
 /// - Starts at `initialSegments` full segments; slow start doubles per round trip, then one
 ///   segment per round trip (congestion avoidance).
-/// - A detected loss halves the window once per round trip (losses of segments sent before
-///   the recovery began belong to the same event); repeated probe timeouts collapse it to
-///   `minimumSegments`.
+/// - A detected loss multiplies the window by `lossReduction` (0.7, as CUBIC does: Wi-Fi loses
+///   datagrams for reasons other than congestion) once per round trip (losses of segments sent
+///   before the recovery began belong to the same event); repeated probe timeouts collapse it
+///   to `minimumSegments`.
 /// - It only gates new data when bytes in flight would exceed it, and it only grows while the
 ///   sender actually uses it, so sparse live strokes (a few hundred bytes in flight) are never
 ///   held back while a bulk history transfer is paced by acknowledgements.
@@ -13,6 +14,8 @@ struct CongestionController {
     static let initialSegments = 10
     /// The window never falls below this many full segments.
     static let minimumSegments = 2
+    /// Multiplicative decrease on loss, in tenths.
+    static let lossReductionTenths = 7
 
     let segmentSize: Int
     private(set) var window: Int
@@ -42,7 +45,7 @@ struct CongestionController {
     mutating func onLoss(sentAt: Instant, now: Instant) {
         if let r = recoveryStart, !(r < sentAt) { return }
         recoveryStart = now
-        window = max(window / 2, segmentSize * CongestionController.minimumSegments)
+        window = max(window * CongestionController.lossReductionTenths / 10, segmentSize * CongestionController.minimumSegments)
         slowStartThreshold = window
     }
 

@@ -83,7 +83,8 @@ struct KCPWorkloadResult {
 }
 
 /// KCP's experiment: every 20 ms A sends `[u32 index][u32 sendTime]`, B echoes in order.
-func runKCPWorkload(seed: UInt32, lossPercent: Int = 5, echoes: Int = 1001, configuration: ARQConfiguration = .init()) -> KCPWorkloadResult {
+func runKCPWorkload(seed: UInt32, lossPercent: Int = 5, echoes: Int = 1001, configuration: ARQConfiguration = .init(),
+                    trace: ((Instant, Int, [UInt8], Int?) -> Void)? = nil) -> KCPWorkloadResult {
     var link = KCPLink(seed: seed, lossPercent: lossPercent)
     let t0 = Instant.milliseconds(1_000)
     let a = ARQSession(connectionID: 1, configuration: configuration, now: t0)
@@ -94,7 +95,10 @@ func runKCPWorkload(seed: UInt32, lossPercent: Int = 5, echoes: Int = 1001, conf
     var expected: UInt32 = 0
     var now = t0
     func drain(_ s: ARQSession, _ d: Int) {
-        while let datagram = s.pollTransmit(now: now) { link.send(d, datagram, now: now) }
+        while let datagram = s.pollTransmit(now: now) {
+            let delay = link.send(d, datagram, now: now)
+            trace?(now, d, datagram, delay)
+        }
     }
     func be(_ x: UInt32) -> [UInt8] { [UInt8(x >> 24), UInt8(x >> 16 & 0xFF), UInt8(x >> 8 & 0xFF), UInt8(x & 0xFF)] }
     func rd(_ m: [UInt8], _ o: Int) -> UInt32 { UInt32(m[o]) << 24 | UInt32(m[o + 1]) << 16 | UInt32(m[o + 2]) << 8 | UInt32(m[o + 3]) }
