@@ -337,7 +337,8 @@ public final class ARQSession: DatagramEndpoint {
         datagramCount += 1
         counters.datagramsSent += 1
         counters.bytesSent += bytes.count
-        if frame.ack != nil {
+        if let ack = frame.ack {
+            lastAdvertisedWindow = ack.window
             ackPending = false
             ackImmediately = false
             ackDeadline = nil
@@ -355,7 +356,6 @@ public final class ARQSession: DatagramEndpoint {
     private func makeAck(now: Instant) -> AckBlock {
         let held = now.since(largestReceivedAt).microseconds / FrameCodec.ackDelayUnitMicroseconds
         let window = advertisedWindow()
-        lastAdvertisedWindow = window
         return AckBlock(cumulative: receiver.next, echoedTimestamp: largestReceivedTimestamp,
                         ackDelay: UInt32(min(held, UInt64(UInt32.max))), window: window,
                         ranges: Array(receiver.outOfOrder.ranges.prefix(ARQSession.maxAckRangesSent)))

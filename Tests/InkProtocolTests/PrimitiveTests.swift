@@ -99,3 +99,28 @@ import Testing
         #expect(slow.retransmissionTimeout(floor: .milliseconds(30), ceiling: .milliseconds(2000)) == .milliseconds(2000))
     }
 }
+
+@Suite struct CongestionControllerTests {
+    @Test func slowStartLossAndPersistentCongestion() {
+        var cc = CongestionController(segmentSize: 1000)
+        let t = Instant.milliseconds(100)
+        #expect(cc.window == 10_000)
+        #expect(cc.allows(bytesInFlight: 0, adding: 50_000))
+        #expect(!cc.allows(bytesInFlight: 9_500, adding: 1000))
+        // Application-limited: a sparse sender does not grow the window.
+        cc.onAck(bytes: 100, sentAt: t, bytesInFlightBefore: 200)
+        #expect(cc.window == 10_000)
+        cc.onAck(bytes: 1000, sentAt: t, bytesInFlightBefore: 9000)
+        #expect(cc.window == 11_000)
+        cc.onLoss(sentAt: t, now: t + .milliseconds(10))
+        #expect(cc.window == 7_700)
+        // A second loss from the same flight is the same event.
+        cc.onLoss(sentAt: t + .milliseconds(5), now: t + .milliseconds(11))
+        #expect(cc.window == 7_700)
+        // Congestion avoidance: about one segment per window of acknowledged bytes.
+        cc.onAck(bytes: 1000, sentAt: t + .milliseconds(20), bytesInFlightBefore: 7_000)
+        #expect(cc.window == 7_700 + 1000 * 1000 / 7_700)
+        cc.onPersistentCongestion(now: t + .milliseconds(30))
+        #expect(cc.window == 2_000)
+    }
+}
