@@ -3,9 +3,10 @@
 # bounded time (FUZZ_SECONDS, default 10 per target). Any crash fails the run.
 #
 # A target is one file Fuzz/targets/NAME.swift defining `@_cdecl("LLVMFuzzerTestOneInput")`.
-# It is compiled together with Sources/InkCodec/*.swift and Sources/InkProtocol/*.swift into one
-# module, so it uses the codec and protocol directly (no `import`). Seeds, if any, live in Fuzz/seeds/NAME/. Run one target with
-# `Fuzz/run.sh NAME`. Crash inputs are kept in Fuzz/bin/NAME-crashes/.
+# It is compiled together with the pure modules' sources (`modules` below) into one module, so it
+# uses them directly (no `import`; their imports of each other are dropped in the copy under
+# Fuzz/bin/src). Seeds, if any, live in Fuzz/seeds/NAME/. Run some targets with
+# `Fuzz/run.sh NAME...`. Crash inputs are kept in Fuzz/bin/NAME-crashes/.
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${FUZZ_SECONDS:-10}"
@@ -13,12 +14,20 @@ if [ "$#" -gt 0 ]; then targets=(); for name in "$@"; do targets+=("targets/$nam
 else targets=(targets/*.swift); fi
 [ -e "${targets[0]}" ] || { echo "fuzz: no targets yet"; exit 0; }
 mkdir -p bin
+modules=(InkCodec InkProtocol)
+rm -rf bin/src && mkdir -p bin/src
+for module in "${modules[@]}"; do
+    for file in ../Sources/"$module"/*.swift; do
+        sed -E "/^[[:space:]]*(@[A-Za-z_]+[[:space:]]+)*import[[:space:]]+($(IFS='|'; echo "${modules[*]}"))[[:space:]]*$/d" \
+            "$file" > "bin/src/${module}_$(basename "$file")"
+    done
+done
 failed=()
 for target in "${targets[@]}"; do
     name="$(basename "$target" .swift)"
     echo "fuzz: building $name"
     if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name "Fuzz_${name//-/_}" \
-        ../Sources/InkCodec/*.swift ../Sources/InkProtocol/*.swift "$target" -o "bin/$name" > "bin/$name.build.log" 2>&1; then
+        bin/src/*.swift "$target" -o "bin/$name" > "bin/$name.build.log" 2>&1; then
         cat "bin/$name.build.log"; failed+=("$name (build)"); continue
     fi
     corpus="bin/$name-corpus"; crashes="bin/$name-crashes"
