@@ -102,8 +102,9 @@ private final class Watcher {
             if !json, translator?.needsRedraw == true {
                 for m in translator!.redraw(runner.session.board) { emit(m.bytes) }
             }
-        case .syncDone(let roomSeq, _, let matches):
-            if !matches { printError("watch", "warning: the board after sync to \(roomSeq) does not match the server's digest") }
+        case .syncDone(let roomSeq, let digest, let matches):
+            let hex = String(digest, radix: 16)
+            printError("watch", "synced through roomSeq \(roomSeq), board digest \(hex) \(matches ? "matches the server" : "DOES NOT MATCH the server")")
         case .error(let code, _, let text):
             printError("watch", "refused (\(code)): \(text)")
         default:
