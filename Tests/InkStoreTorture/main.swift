@@ -2,7 +2,7 @@
 //
 //     inkstore-torture <database> <seed> <always|batch|off>
 //
-// Appends under load to three rooms (board retention, a snapshot every 250 batches) and writes
+// Prints "ready" once the store is open, then appends under load to three rooms (board retention, a snapshot every 250 batches) and writes
 // one line "room roomSeq" to stdout whenever a room's durable high-water mark moves, one write(2)
 // per report so a kill never leaves half a line. It runs until it is killed.
 // Payloads check themselves: roomSeq, length, then bytes derived from both (see
@@ -55,6 +55,8 @@ options.limits.maxPendingOps = 4096
 let store: SQLiteRoomLogStore
 do { store = try SQLiteRoomLogStore(path: arguments[1], options: options) } catch { fail("open: \(error)") }
 var rng = SplitMix64(state: seed)
+var ready = Array("ready\n".utf8)
+_ = ready.withUnsafeMutableBytes { write(1, $0.baseAddress, $0.count) }
 while true {
     for _ in 0..<(1 + rng.next() % 40) {
         let room = rooms[Int(rng.next() % 3)]
