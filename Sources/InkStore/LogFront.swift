@@ -154,6 +154,9 @@ final class LogFront {
         }
         let last = existing?.lastRoomSeq ?? 0
         guard last < StoreLimits.maxRoomSeq else { throw .roomSeqExhausted(room: batch.room) }
+        if let expected = batch.expectedRoomSeq, expected != last + 1 {
+            throw .roomSeqMismatch(room: batch.room, next: last + 1, expected: expected)
+        }
         let history = (existing?.historyBytes ?? 0) + batch.payload.count
         guard history <= limits.maxRoomHistoryBytes else {
             throw .roomHistoryFull(room: batch.room, bytes: history, limit: limits.maxRoomHistoryBytes)

@@ -11,6 +11,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case roomExists(String)
     case tooManyRooms(limit: Int)
     case roomSeqExhausted(room: String)
+    /// `NewBatch.expectedRoomSeq` is not the room's next sequence number; nothing was appended.
+    case roomSeqMismatch(room: String, next: UInt64, expected: UInt64)
     /// Producer sequence numbers stay below 2^63 (SQLite integers are signed).
     case originSeqTooLarge(UInt64)
     /// The room's kept history would pass `StoreLimits.maxRoomHistoryBytes`.
@@ -56,6 +58,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .roomExists(room): "room \"\(room)\" exists"
         case let .tooManyRooms(limit): "too many rooms (limit \(limit))"
         case let .roomSeqExhausted(room): "room \"\(room)\" has used every sequence number"
+        case let .roomSeqMismatch(room, next, expected): "room \"\(room)\" is at \(next), the batch expects \(expected)"
         case let .originSeqTooLarge(seq): "origin sequence number \(seq) is above \(StoreLimits.maxRoomSeq)"
         case let .roomHistoryFull(room, bytes, limit): "room \"\(room)\" history would be \(bytes) bytes, limit \(limit)"
         case let .backlogFull(ops, bytes, failure): "\(ops) writes (\(bytes) bytes) wait to become durable" + (failure.map { "; last failure: \($0)" } ?? "")

@@ -31,14 +31,20 @@ public struct NewBatch: Sendable, Equatable {
     public var receivedAtMs: UInt64
     /// One command batch in the compact binary encoding; opaque to the store.
     public var payload: [UInt8]
+    /// The `roomSeq` the caller (the relay) already gave this batch; when set, the store
+    /// appends only at exactly that position and otherwise throws `roomSeqMismatch`, so the
+    /// durable log can never number a batch differently from what members were sent.
+    public var expectedRoomSeq: UInt64?
 
-    public init(room: String, origin: UInt64, originSeq: UInt64, author: String, receivedAtMs: UInt64, payload: [UInt8]) {
+    public init(room: String, origin: UInt64, originSeq: UInt64, author: String, receivedAtMs: UInt64, payload: [UInt8],
+                expectedRoomSeq: UInt64? = nil) {
         self.room = room
         self.origin = origin
         self.originSeq = originSeq
         self.author = author
         self.receivedAtMs = receivedAtMs
         self.payload = payload
+        self.expectedRoomSeq = expectedRoomSeq
     }
 }
 

@@ -61,6 +61,27 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func anExpectedRoomSeqMustBeTheNextOne(kind: StoreKind) throws {
+        let harness = StoreHarness(kind)
+        var store = try harness.open()
+        var first = batch("r", originSeq: 1)
+        first.expectedRoomSeq = 1
+        #expect(try store.append(first) == .appended(roomSeq: 1))
+        var skipping = batch("r", originSeq: 2)
+        skipping.expectedRoomSeq = 3
+        #expect(throws: StoreError.roomSeqMismatch(room: "r", next: 2, expected: 3)) { try store.append(skipping) }
+        var fresh = batch("new", originSeq: 1)
+        fresh.expectedRoomSeq = 2
+        #expect(throws: StoreError.roomSeqMismatch(room: "new", next: 1, expected: 2)) { try store.append(fresh) }
+        #expect(store.room("new") == nil)
+        try store.flush()
+        store = try harness.open()
+        skipping.expectedRoomSeq = 2
+        #expect(try store.append(skipping) == .appended(roomSeq: 2))
+        #expect(try store.append(first) == .duplicate(roomSeq: 1))  // a duplicate is recognised first
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func tailPagesAreBoundedAndIncludeWhatIsNotYetDurable(kind: StoreKind) throws {
         let harness = StoreHarness(kind)
         let store = try harness.open()
