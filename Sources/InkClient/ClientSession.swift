@@ -57,10 +57,12 @@ public final class ClientSession {
     private var have: JoinHave
     private var outbound = BinaryCodecState()
     private var inbound = BinaryCodecState()
-    /// Own batches not yet acknowledged, in originSeq order; `sent` says the current link has it.
-    private var unacked: [(originSeq: UInt64, batch: Batch, sent: Bool)] = []
+    /// Own batches not yet acknowledged, in originSeq order.
+    private var unacked = Fifo<(originSeq: UInt64, batch: Batch)>()
+    /// How many of `unacked` (from the first) the current link has been given.
+    private var sentCount = 0
     /// Own batches (not refused) not yet placed in the board, in originSeq order.
-    private var unplaced: [(originSeq: UInt64, batch: Batch)] = []
+    private var unplaced = Fifo<(originSeq: UInt64, batch: Batch)>()
     private var sync: SyncState?
     /// The snapshot sync in progress when the link was lost, for `have` on the next join.
     private var partialSnapshot: (throughRoomSeq: UInt64, lastChunk: UInt32)?
@@ -117,7 +119,7 @@ public final class ClientSession {
         }
         let seq = nextOriginSeq
         nextOriginSeq += 1
-        unacked.append((seq, batch, false))
+        unacked.append((seq, batch))
         unplaced.append((seq, batch))
         flushBatches()
         process(now: now)
@@ -151,7 +153,7 @@ public final class ClientSession {
         isJoined = false
         outbound = BinaryCodecState()
         inbound = BinaryCodecState()
-        for i in unacked.indices { unacked[i].sent = false }
+        sentCount = 0
         sendJoin()
     }
 
@@ -186,13 +188,17 @@ public final class ClientSession {
     /// Hands the link every unsent own batch it takes, in order (only once joined).
     private func flushBatches() {
         guard isJoined else { return }
-        for i in unacked.indices where !unacked[i].sent {
+        while sentCount < unacked.count {
+            let (originSeq, batch) = unacked[sentCount]
             // Encode on a copy: if the link refuses (queue full), the state must not advance.
             var trial = outbound
-            guard let payload = try? BinaryBatchCodec.encode(unacked[i].batch, state: &trial) else { continue }
-            guard link.send(SessionMessageCodec.encode(.batch(originSeq: unacked[i].originSeq, payload: payload))) else { return }
+            guard let payload = try? BinaryBatchCodec.encode(batch, state: &trial) else {
+                sentCount += 1 // checked encodable in `send`; never happens
+                continue
+            }
+            guard link.send(SessionMessageCodec.encode(.batch(originSeq: originSeq, payload: payload))) else { return }
             outbound = trial
-            unacked[i].sent = true
+            sentCount += 1
         }
     }
 
@@ -234,13 +240,18 @@ public final class ClientSession {
             }
             applyLogged(DeliveredBatch(roomSeq: b.roomSeq, author: b.author, acceptedAtMs: b.timeMs, commands: batch.commands, fromSync: false))
         case .batchAck(let originSeq, let roomSeq):
-            unacked.removeAll { $0.originSeq <= originSeq }
+            let done = unacked.prefixCount { $0.originSeq <= originSeq }
+            unacked.removeFirst(done)
+            sentCount = max(0, sentCount - done)
             if sync == nil { placeOwn(upToOriginSeq: originSeq, at: roomSeq) }
             emit(.acknowledged(originSeq: originSeq, roomSeq: roomSeq))
         case .error(let code, let originSeq, let text):
             if originSeq > 0 {
-                unacked.removeAll { $0.originSeq == originSeq }
-                unplaced.removeAll { $0.originSeq == originSeq }
+                if let i = unacked.firstIndex(where: { $0.originSeq == originSeq }) {
+                    unacked.remove(at: i)
+                    if i < sentCount { sentCount -= 1 }
+                }
+                if let i = unplaced.firstIndex(where: { $0.originSeq == originSeq }) { unplaced.remove(at: i) }
             }
             emit(.error(code, originSeq: originSeq, text: text))
         case .member(let id, let user, let role, let present):
@@ -325,7 +336,7 @@ public final class ClientSession {
         let gap = Int(min(roomSeq - appliedRoomSeq, UInt64(Int.max)))
         if exact && gap > unplaced.count { return }
         let n = min(gap, unplaced.count)
-        for own in unplaced.prefix(n) { board.apply(Batch(author: member ?? own.batch.author, commands: own.batch.commands)) }
+        for i in 0..<n { board.apply(Batch(author: member ?? unplaced[i].batch.author, commands: unplaced[i].batch.commands)) }
         unplaced.removeFirst(n)
         appliedRoomSeq = roomSeq
     }
@@ -333,7 +344,7 @@ public final class ClientSession {
     /// An acknowledgement says own batches up to `originSeq` are in the log, the last at
     /// `roomSeq`: when exactly that many room sequence numbers are unapplied, they are ours.
     private func placeOwn(upToOriginSeq originSeq: UInt64, at roomSeq: UInt64) {
-        let mine = unplaced.prefix { $0.originSeq <= originSeq }.count
+        let mine = unplaced.prefixCount { $0.originSeq <= originSeq }
         guard roomSeq > appliedRoomSeq, roomSeq - appliedRoomSeq == UInt64(mine) else { return }
         placeOwn(through: roomSeq, exact: true)
     }
