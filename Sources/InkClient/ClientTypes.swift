@@ -19,7 +19,9 @@ public struct ClientConfiguration: Sendable {
     public var arq = ARQConfiguration()
 
     /// Own batches not yet acknowledged durable; `send` refuses more (`.tooManyPending`).
-    public static let maxPendingBatches = 16_384
+    public static let maxPendingBatches = RoomFollower.maxPendingBatches
+    /// Encoded messages held while the link's queue is full (they keep their order).
+    public static let maxHeldMessages = 65_536
     /// Largest message accepted over a stream (the session message bound).
     public static let maxStreamFrameBytes = SessionMessageCodec.maxMessageBytes
 
@@ -45,17 +47,14 @@ public struct DeliveredBatch: Hashable, Sendable {
     /// The batch's room sequence number; 0 for items of a snapshot.
     public var roomSeq: UInt64
     public var author: AuthorID
-    /// When the daemon accepted it (Unix ms; 0 for snapshot items).
-    public var acceptedAtMs: UInt64
     /// The commands with the times their author gave them.
     public var commands: [TimedCommand]
     /// Part of a history sync (snapshot or tail) rather than live.
     public var fromSync: Bool
 
-    public init(roomSeq: UInt64, author: AuthorID, acceptedAtMs: UInt64, commands: [TimedCommand], fromSync: Bool) {
+    public init(roomSeq: UInt64, author: AuthorID, commands: [TimedCommand], fromSync: Bool) {
         self.roomSeq = roomSeq
         self.author = author
-        self.acceptedAtMs = acceptedAtMs
         self.commands = commands
         self.fromSync = fromSync
     }
