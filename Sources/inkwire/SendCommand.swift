@@ -30,18 +30,16 @@ func runSendCommand(_ arguments: [String]) -> Int32 {
         printError("send", "cannot read \(path)")
         return ClientExit.failure
     }
-    let batches: [Batch]
+    let lines: [TraceLine]
     do {
-        var translator = LegacyTranslator(author: AuthorID(0))
-        let commands = try Trace.parse([UInt8](data)).map { translator.timedCommand(from: $0.message, timeMs: $0.timeMs) }
-        batches = Batch.cut(commands, author: AuthorID(0))
+        lines = try Trace.parse([UInt8](data))
     } catch {
         printError("send", "\(path): \(error)")
         return ClientExit.failure
     }
     do {
         let runner = try ClientRunner("send", options: options, configuration: options.configuration())
-        let player = try TracePlayer(runner: runner, batches: batches, speed: speed, roamAfter: roamAfter)
+        let player = try TracePlayer(runner: runner, lines: lines, speed: speed, roamAfter: roamAfter)
         return player.run()
     } catch {
         printError("send", "\(error)")
@@ -50,10 +48,12 @@ func runSendCommand(_ arguments: [String]) -> Int32 {
 }
 
 /// Sends each batch when its 60 ms window closes (scaled by `speed`), then waits for every
-/// acknowledgement.
+/// acknowledgement. The trace is translated once the board is known, with stroke ids after the
+/// user's existing ones: a user who sends again is the same author and continues its strokes.
 private final class TracePlayer {
     let runner: ClientRunner
-    let batches: [Batch]
+    let lines: [TraceLine]
+    private var batches: [Batch] = []
     let speed: Double
     let roamAfter: Int?
     private var next = 0
@@ -62,9 +62,9 @@ private final class TracePlayer {
     private let pacer: LoopTimer
     private var roamed = false
 
-    init(runner: ClientRunner, batches: [Batch], speed: Double, roamAfter: Int?) throws {
+    init(runner: ClientRunner, lines: [TraceLine], speed: Double, roamAfter: Int?) throws {
         self.runner = runner
-        self.batches = batches
+        self.lines = lines
         self.speed = speed
         self.roamAfter = roamAfter
         pacer = try LoopTimer(loop: runner.loop)
@@ -85,15 +85,10 @@ private final class TracePlayer {
     private func handle(_ e: ClientEvent) {
         if runner.handleCommonEvent(e) { return }
         switch e {
-        case .joined:
-            if batches.isEmpty {
-                runner.finish(ClientExit.ok)
-                return
-            }
-            if startedAt == nil {
-                startedAt = runner.loop.now
-                play()
-            }
+        case .joined(_, _, _, let syncFollows):
+            if !syncFollows { start() }
+        case .syncDone:
+            start()
         case .acknowledged(let originSeq, _):
             acked = max(acked, originSeq)
             if let roamAfter, !roamed, acked >= UInt64(roamAfter) {
@@ -112,6 +107,25 @@ private final class TracePlayer {
         default:
             break
         }
+    }
+
+    /// Translates the trace for this member and starts playing (once).
+    private func start() {
+        guard startedAt == nil, let member = runner.session.member else { return }
+        var last: UInt32 = 0
+        for page in runner.session.board.pages {
+            for stroke in runner.session.board.strokes(on: page) where stroke.ref.author == member {
+                last = max(last, stroke.ref.stroke.rawValue)
+            }
+        }
+        var translator = LegacyTranslator(author: member, firstStroke: StrokeID(last &+ 1))
+        batches = Batch.cut(lines.map { translator.timedCommand(from: $0.message, timeMs: $0.timeMs) }, author: member)
+        if batches.isEmpty {
+            runner.finish(ClientExit.ok)
+            return
+        }
+        startedAt = runner.loop.now
+        play()
     }
 
     /// Sends every batch that is due, then arms the pacer for the next one.

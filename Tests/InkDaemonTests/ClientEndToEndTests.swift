@@ -103,6 +103,22 @@ import Testing
         #expect(p.errors.contains("permissionDenied") && p.errors.contains("viewers may not draw"), "\(p.errors)")
     }
 
+    @Test func aUserSendingAgainIsTheSameAuthorWithNewStrokes() throws {
+        let d = try Self.start("cli-again")
+        let trace = d.directory + "/line.csv"
+        writeFile(trace, Array("0,1,0.100000,0.100000,1\n16,1,0.200000,0.200000,3\n".utf8))
+        for _ in 0..<2 {
+            let p = try ClientProcess.run(["send", "--server", d.udp, "--room", "r", "--user", "ada", "--trace", trace, "--speed", "10"], directory: d.directory)
+            #expect(p.exitStatus == 0, "\(p.errors)")
+        }
+        let late = try ClientProcess.run(["watch", "--server", d.tcp, "--room", "r", "--user", "late", "--format", "json", "--idle-exit", "0.5"], directory: d.directory)
+        let points = late.outputLines.filter { $0.contains("\"cmd\":\"point\"") }
+        let strokes = points.compactMap { $0.split(separator: ",").first { $0.hasPrefix("\"stroke\":") } }.map(String.init)
+        let authors = Set(points.compactMap { $0.split(separator: ",").first { $0.hasPrefix("\"author\":") } }.map(String.init))
+        #expect(strokes == ["\"stroke\":1", "\"stroke\":1", "\"stroke\":2", "\"stroke\":2"], "\(late.output)")
+        #expect(authors.count == 1)
+    }
+
     @Test func tokensAreRequiredWhenTheDaemonHasASecret() throws {
         let directory = DaemonProcess.scratchDirectory("cli-token")
         defer { _ = system("rm -rf '\(directory)'") }
