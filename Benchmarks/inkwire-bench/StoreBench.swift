@@ -10,6 +10,7 @@ import InkStore
 ///    batches per commit, mean and worst commit (transaction + fsync) on the writer thread;
 /// 2. latency: `--rate` appends/s paced like a busy classroom, each timed from `append` to the
 ///    `pollDurable` that reports it: p50/p99/max, and the time `append` itself blocks the caller.
+/// 3. reopen: how long opening the store with everything written above takes.
 /// Prints one JSON line per mode, then a table.
 func runStoreBench(_ arguments: [String]) -> Never {
     var modes = Durability.allCases
@@ -116,6 +117,11 @@ func runStoreBench(_ arguments: [String]) -> Never {
             usleep(50)
         }
         store.close()
+        // 3. Reopen: every room's counts are recomputed from the stored batches.
+        let stored = store.usage.records
+        let reopenStart = clock.now
+        do { try SQLiteRoomLogStore(path: path, options: options).close() } catch { benchUsage("reopen: \(error)") }
+        let reopenMs = (clock.now - reopenStart).microseconds / 1000
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
 
         latencies.sort()
@@ -129,17 +135,18 @@ func runStoreBench(_ arguments: [String]) -> Never {
             ("commit_max_us", "\(usage.maxCommitMicros)"), ("append_call_max_us", "\(Int(appendCallWorst.microseconds))"),
             ("paced_rate", "\(rate)"), ("durable_p50_us", "\(Int(pct(latencies, 50)))"), ("durable_p99_us", "\(Int(pct(latencies, 99)))"),
             ("durable_max_us", "\(Int(latencies.last?.microseconds ?? 0))"), ("append_call_p99_us", "\(round1(pct(callTimes, 99)))"),
+            ("stored_batches", "\(stored)"), ("reopen_ms", "\(round1(reopenMs))"),
         ]
         print("{" + json.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
         rows.append([mode.rawValue, "\(Int(throughput))", "\(round1(perCommit))", "\(Int(meanCommitUs)) / \(usage.maxCommitMicros)",
                      "\(Int(pct(latencies, 50))) / \(Int(pct(latencies, 99))) / \(Int(latencies.last?.microseconds ?? 0))",
-                     "\(round1(pct(callTimes, 99)))"])
+                     "\(round1(pct(callTimes, 99)))", "\(round1(reopenMs)) (\(stored))"])
     }
     try? FileManager.default.removeItem(atPath: directory)
     func row(_ cells: [String]) -> String { "| " + cells.joined(separator: " | ") + " |" }
     print("")
-    print(row(["durability", "appends/s", "batches/commit", "commit mean / max us", "append->durable p50 / p99 / max us (\(rate)/s)", "append() p99 us"]))
-    print(row(["---", "---", "---", "---", "---", "---"]))
+    print(row(["durability", "appends/s", "batches/commit", "commit mean / max us", "append->durable p50 / p99 / max us (\(rate)/s)", "append() p99 us", "reopen ms (batches)"]))
+    print(row(["---", "---", "---", "---", "---", "---", "---"]))
     for cells in rows { print(row(cells)) }
     exit(0)
 }
