@@ -16,6 +16,17 @@ extension BinaryBatchCodec {
     }
 }
 
+extension BinaryBatchCodec {
+    /// Whether `bytes` start a self-contained batch (one that resets the codec state: a history
+    /// chunk or a resync point). Reads only the header; false for anything that is not a batch.
+    public static func isSelfContained(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            guard var d = RANSDecoder(raw) else { return false }
+            return d.get(.header) == 2
+        }
+    }
+}
+
 public enum BinaryBatchDecoder {
     /// Decodes one batch from `bytes`, appends its commands to `commands` and returns its author.
     /// On error `state` is unchanged and `commands` is restored to its previous length.

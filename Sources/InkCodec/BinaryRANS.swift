@@ -164,16 +164,27 @@ struct RANSDecoder {
         guard bytes.count <= 4 || x >= UInt64(RANSConstants.lowerBound) else { return nil }
         self.x = x
         position = stateBytes
-        renormalise()
     }
 
+    /// Reads bytes while the state is below the bound and input remains. `xMax` is the
+    /// encoder's emission threshold for the op just decoded: when the input runs out with the
+    /// state still below the bound (the encoder's first emission), the encoder must have been at
+    /// or above that threshold after the first byte read here, or these bytes are not canonical.
     @inline(__always)
-    private mutating func renormalise() {
+    private mutating func renormalise(xMax: UInt64) {
+        guard x < UInt64(RANSConstants.lowerBound) && position < bytes.count else { return }
+        x = x << 8 | UInt64(bytes[position])
+        position += 1
+        let first = x
         while x < UInt64(RANSConstants.lowerBound) && position < bytes.count {
             x = x << 8 | UInt64(bytes[position])
             position += 1
         }
+        if x < UInt64(RANSConstants.lowerBound) && first < xMax { isCanonical = false }
     }
+
+    /// False once the input holds bytes where no encoder would have put them.
+    private var isCanonical = true
 
     @inline(__always)
     mutating func get(_ table: BinaryTable) -> Int {
@@ -181,7 +192,7 @@ struct RANSDecoder {
         let symbol = Int(truncatingIfNeeded: lut[table.id &* Int(BinaryModel.total) &+ slot])
         let fs = UInt64(freqStart[table.base &+ symbol])
         x = (fs & 0xFFFF) &* (x >> UInt64(BinaryModel.scaleBits)) &+ UInt64(slot) &- (fs >> 16)
-        renormalise()
+        renormalise(xMax: (fs & 0xFFFF) << (31 - UInt64(BinaryModel.scaleBits)))
         return symbol
     }
 
@@ -191,7 +202,7 @@ struct RANSDecoder {
         if count == 0 { return 0 }
         let value = x & ((1 << UInt64(count)) - 1)
         x >>= UInt64(count)
-        renormalise()
+        renormalise(xMax: 1 << (31 - UInt64(count)))
         return value
     }
 
@@ -215,5 +226,5 @@ struct RANSDecoder {
     }
 
     /// True when every byte was consumed and the state is back where the encoder began.
-    var isCleanEnd: Bool { position == bytes.count && x == RANSConstants.initialState }
+    var isCleanEnd: Bool { position == bytes.count && x == RANSConstants.initialState && isCanonical }
 }

@@ -10,6 +10,7 @@ import Testing
         let batch = gen.batch()
         let selfContained = i % 97 == 13
         let bytes = try BinaryBatchCodec.encode(batch, state: &sender, selfContained: selfContained)
+        #expect(BinaryBatchCodec.isSelfContained(bytes) == selfContained)
         let back = try BinaryBatchCodec.decode(bytes, state: &receiver)
         #expect(back == batch, "seed \(seed) batch \(i)")
         #expect(receiver.lastAuthor == sender.lastAuthor, "seed \(seed) batch \(i)")
@@ -65,7 +66,8 @@ import Testing
         var sender = state
         guard let batch = try? BinaryBatchCodec.decode(bytes, state: &state) else { continue }
         accepted += 1
-        #expect(try BinaryBatchCodec.encode(batch, state: &sender) == bytes, "seed \(seed) input \(hex(bytes))")
+        let selfContained = BinaryBatchCodec.isSelfContained(bytes)
+        #expect(try BinaryBatchCodec.encode(batch, state: &sender, selfContained: selfContained) == bytes, "seed \(seed) input \(hex(bytes))")
     }
     #expect(accepted < 20_000)
 }
