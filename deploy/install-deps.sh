@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Inkwire builds and tests against (deploy/apt-packages.txt),
-# only those that are missing. Idempotent; prints what it did.
+# Installs the Debian packages Inkwire builds and runs with (deploy/apt-packages.txt) and, with
+# --test, those the test suite needs as well (.ci/apt-test-packages.txt): only the missing ones.
+# Idempotent; prints what it did.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-mapfile -t wanted < <(grep -vE '^\s*(#|$)' "$here/apt-packages.txt")
+lists=("$here/apt-packages.txt")
+[ "${1:-}" = "--test" ] && lists+=("$here/../.ci/apt-test-packages.txt")
+mapfile -t wanted < <(cat "${lists[@]}" | grep -vE '^\s*(#|$)')
 missing=()
 for pkg in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -17,3 +20,8 @@ sudo=""
 echo "install-deps: installing ${missing[*]}"
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The tests only want promtool; on a host run by systemd, don't leave a Prometheus server running.
+if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
+    $sudo systemctl disable --now prometheus 2>/dev/null || true
+    echo "install-deps: disabled the prometheus service (only promtool is used)"
+fi
