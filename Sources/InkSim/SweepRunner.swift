@@ -113,12 +113,14 @@ public enum SweepRunner {
                 t = min(t ?? producers[e].consumeAt, producers[e].consumeAt)
             }
             if !healed { t = min(t ?? scenario.healAt, scenario.healAt) }
-            guard let now = t, now <= deadline else { break }
+            guard let target = t, target <= deadline else { break }
             do {
-                try network.advance(to: now)
+                try network.advance(to: target)
             } catch {
                 return fail(.liveness("\(error)"))
             }
+            // A production postponed by a full backlog may lie in the past: act at the network's time.
+            let now = network.now
             if !healed && now >= scenario.healAt {
                 healed = true
                 for (w, wire) in scenario.wires.enumerated() {

@@ -113,7 +113,7 @@ for seed in seeds {
     batches += outcome.batches
     datagrams += outcome.datagrams
     unreachable += outcome.peerUnreachableEvents
-    if outcome.recovery > worstRecovery {
+    if outcome.verdict == .pass, outcome.recovery > worstRecovery {
         worstRecovery = outcome.recovery
         worstRecoverySeed = seed
     }
