@@ -44,7 +44,7 @@ public final class ClientSession {
     /// The session ended for good (refused, left, gone away): nothing more is sent.
     public private(set) var hasEnded = false
     /// Own batches awaiting acknowledgement.
-    public var unacknowledgedCount: Int { follower.pendingCount }
+    public var unacknowledgedCount: Int { follower.pendingCount + deferred.count }
     /// Syncs whose result did not fold to the daemon's digest.
     public private(set) var digestMismatches = 0
     /// ARQ statistics of the current link (UDP only).
@@ -56,6 +56,11 @@ public final class ClientSession {
     private var held = Fifo<[UInt8]>()
     /// After a reconnect, unacknowledged batches go again once the join is accepted.
     private var resendOnJoin = false
+    /// Batches drawn while a rejoin is pending: submitted after the resend, so the daemon sees
+    /// every `originSeq` in order (it drops a number at or below the last it appended).
+    private var deferred = Fifo<[TimedCommand]>()
+    /// The last `originSeq` given out by `send`.
+    private var lastOriginSeq: UInt64 = 0
     private var lastSyncDigest: UInt64 = 0
     private var events: [ClientEvent] = []
     private var eventStart = 0
@@ -96,6 +101,13 @@ public final class ClientSession {
     public func send(_ commands: [TimedCommand], now: Instant) throws(ClientError) -> UInt64 {
         guard !hasEnded else { throw .ended }
         guard held.count < ClientConfiguration.maxHeldMessages else { throw .tooManyPending }
+        if resendOnJoin {
+            guard unacknowledgedCount < ClientConfiguration.maxPendingBatches else { throw .tooManyPending }
+            guard commands.count <= Batch.maxCommands else { throw .unencodable("more than \(Batch.maxCommands) commands") }
+            deferred.append(commands)
+            lastOriginSeq += 1
+            return lastOriginSeq
+        }
         let message: ClientMessage
         do {
             message = try follower.submit(commands)
@@ -105,6 +117,7 @@ public final class ClientSession {
             throw .unencodable("\(error)")
         }
         guard case .batch(let originSeq, _) = message else { return 0 }
+        lastOriginSeq = originSeq
         transmit(message)
         process()
         return originSeq
@@ -224,6 +237,12 @@ public final class ClientSession {
             if resendOnJoin {
                 resendOnJoin = false
                 for m in follower.resend() { transmit(m) }
+                while !deferred.isEmpty {
+                    let commands = deferred[0]
+                    deferred.removeFirst(1)
+                    // Checked when deferred; a batch that no longer encodes is dropped.
+                    if let m = try? follower.submit(commands) { transmit(m) }
+                }
             }
         case .refused(let reason, let text):
             hasEnded = true
@@ -243,7 +262,8 @@ public final class ClientSession {
             emit(.member(id: id, user: user, role: role, present: present))
         case .goingAway(let reason, let text):
             // `.replaced`: this device joined again on a newer link, which goes on.
-            if reason != .replaced { hasEnded = true }
+            // `.shuttingDown`: the daemon may come back; `reconnect` rejoins then.
+            if reason != .replaced && reason != .shuttingDown { hasEnded = true }
             emit(.goingAway(reason, text: text))
         case .reply(let m):
             transmit(m)

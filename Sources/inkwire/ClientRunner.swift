@@ -9,6 +9,11 @@ import InkUV
 final class ClientRunner {
     /// How long `finish(leaving:)` waits for the goodbye to be acknowledged.
     static let lingerMicroseconds: UInt64 = 300_000
+    /// After losing a joined session, how long to keep trying to get it back (daemon restart,
+    /// network drop) before giving up with `ClientExit.connectionLost`.
+    static let reconnectWindowMicroseconds: UInt64 = 30_000_000
+    /// Pause between reconnection attempts.
+    static let reconnectPauseMicroseconds: UInt64 = 250_000
 
     let command: String
     let options: ClientOptions
@@ -23,6 +28,9 @@ final class ClientRunner {
     private var transportReady = false
     private let timer: LoopTimer
     private let joinTimer: LoopTimer
+    private let reconnectTimer: LoopTimer
+    /// Set while the session is lost: give up after this instant.
+    private var reconnectDeadline: UInt64?
     private var lingerUntil: UInt64?
 
     var now: Instant { Instant(microseconds: loop.now) }
@@ -33,6 +41,7 @@ final class ClientRunner {
         loop = try EventLoop()
         timer = try LoopTimer(loop: loop)
         joinTimer = try LoopTimer(loop: loop)
+        reconnectTimer = try LoopTimer(loop: loop)
         let transport: ClientTransport = options.server.scheme == .udp
             ? .datagram(connectionID: UInt64.random(in: 1...UInt64.max)) : .stream
         session = ClientSession(configuration, transport: transport, now: Instant(microseconds: loop.now))
@@ -93,32 +102,79 @@ final class ClientRunner {
             try openUDP()
             pump()
         case .tcp:
-            try TCPConnection.connect(loop: loop, to: options.server.address) { [unowned self] result in
-                switch result {
-                case .failure(let error):
-                    fail(ClientExit.unreachable, "cannot connect to \(options.server): \(error)")
-                case .success(let connection):
-                    tcp = connection
-                    try? connection.setNoDelay(true)
-                    do {
-                        try connection.startReading({ [unowned self] bytes in
-                            session.handleStreamBytes(Array(bytes), now: now)
-                            pump()
-                        }, onEnd: { [unowned self] error in
-                            transportReady = false
-                            session.handleTransportClosed(now: now)
-                            pump()
-                            if exitCode == nil && !hasJoined {
-                                fail(ClientExit.unreachable, "\(options.server) closed the connection: \(error.map { "\($0)" } ?? "end of stream")")
-                            }
-                        })
-                    } catch {
-                        fail(ClientExit.unreachable, "\(error)")
-                        return
-                    }
-                    transportReady = true
-                    pump()
+            try connectTCP { [unowned self] error in
+                fail(ClientExit.unreachable, "cannot connect to \(options.server): \(error)")
+            }
+        }
+    }
+
+    /// Opens a TCP stream and starts reading it; `onFailure` when it cannot be opened.
+    private func connectTCP(onFailure: @escaping (any Error) -> Void, onConnected: @escaping () -> Void = {}) throws {
+        try TCPConnection.connect(loop: loop, to: options.server.address) { [unowned self] result in
+            switch result {
+            case .failure(let error):
+                onFailure(error)
+            case .success(let connection):
+                tcp = connection
+                try? connection.setNoDelay(true)
+                do {
+                    try connection.startReading({ [unowned self, unowned connection] bytes in
+                        guard connection === tcp else { return }
+                        session.handleStreamBytes(Array(bytes), now: now)
+                        pump()
+                    }, onEnd: { [unowned self, unowned connection] error in
+                        guard connection === tcp else { return }
+                        transportReady = false
+                        session.handleTransportClosed(now: now)
+                        pump()
+                        if exitCode == nil && !hasJoined {
+                            fail(ClientExit.unreachable, "\(options.server) closed the connection: \(error.map { "\($0)" } ?? "end of stream")")
+                        }
+                    })
+                } catch {
+                    onFailure(error)
+                    return
                 }
+                onConnected()
+                transportReady = true
+                pump()
+            }
+        }
+    }
+
+    // MARK: reconnection
+
+    /// The joined session was lost: try to get it back until the window passes.
+    private func sessionLost(_ reason: String) {
+        guard exitCode == nil, !session.hasEnded else { return }
+        let nowMicroseconds = loop.now
+        if reconnectDeadline == nil {
+            reconnectDeadline = nowMicroseconds + ClientRunner.reconnectWindowMicroseconds
+            printError(command, "warning: \(reason); reconnecting")
+        }
+        guard nowMicroseconds < reconnectDeadline! else {
+            fail(ClientExit.connectionLost, "lost \(options.server) and could not get the session back: \(reason)")
+            return
+        }
+        reconnectTimer.start(afterMicroseconds: ClientRunner.reconnectPauseMicroseconds) { [unowned self] in reconnectNow() }
+    }
+
+    private func reconnectNow() {
+        guard exitCode == nil else { return }
+        switch options.server.scheme {
+        case .udp:
+            // Same socket, a new ARQ session (new connection id) that joins again.
+            session.reconnect(.datagram(connectionID: UInt64.random(in: 1...UInt64.max)), now: now)
+            pump()
+        case .tcp:
+            tcp?.close()
+            tcp = nil
+            transportReady = false
+            do {
+                try connectTCP(onFailure: { [unowned self] error in sessionLost("\(error)") },
+                               onConnected: { [unowned self] in session.reconnect(.stream, now: now) })
+            } catch {
+                sessionLost("\(error)")
             }
         }
     }
@@ -174,7 +230,13 @@ final class ClientRunner {
             }
         }
         while let e = session.pollEvent() {
-            if case .joined = e { hasJoined = true }
+            if case .joined = e {
+                hasJoined = true
+                if reconnectDeadline != nil {
+                    reconnectDeadline = nil
+                    printError(command, "reconnected to \(options.server)")
+                }
+            }
             onEvent(e)
         }
         var deadline = session.pollTimeout()?.microseconds
@@ -195,13 +257,22 @@ final class ClientRunner {
         case .refused(let reason, let text):
             fail(ClientExit.joinRefused, "join refused (\(reason)): \(text)")
         case .goingAway(let reason, let text):
-            fail(ClientExit.connectionLost, "the server ended the session (\(reason)): \(text)")
+            // A daemon that shuts down may be back soon: the session is lost, not ended.
+            if reason != .shuttingDown {
+                fail(ClientExit.connectionLost, "the server ended the session (\(reason)): \(text)")
+            }
         case .disconnected(let reason):
-            fail(hasJoined ? ClientExit.connectionLost : ClientExit.unreachable, "disconnected from \(options.server): \(reason)")
+            if hasJoined {
+                sessionLost("disconnected from \(options.server): \(reason)")
+            } else {
+                fail(ClientExit.unreachable, "disconnected from \(options.server): \(reason)")
+            }
         case .protocolError(let text):
             printError(command, "warning: \(text)")
         case .unreachable:
-            if hasJoined { printError(command, "warning: no answer from \(options.server) for a while; still trying") }
+            // UDP: nothing heard for the ARQ's dead-peer time; a new session may get through
+            // (the daemon restarted and forgot this one).
+            if hasJoined { sessionLost("no answer from \(options.server)") }
         default:
             return false
         }

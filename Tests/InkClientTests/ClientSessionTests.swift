@@ -112,9 +112,13 @@ private func sendLesson(_ h: ClientRelayHarness, _ sender: ClientRelayHarness.Cl
     h.settle()
     #expect(teacher.session.unacknowledgedCount == batches.count - half)
     h.reconnect(teacher)
-    #expect(h.run { acked(teacher, through: UInt64(batches.count)) && watcher.session.appliedRoomSeq == UInt64(batches.count) })
-    #expect(h.relay.roomHead("r") == UInt64(batches.count))
-    #expect(watcher.deliveredCommands == batches.flatMap(\.commands))
+    // Drawn before the rejoin is answered: goes after the resent ones, numbers in order.
+    let more = Batch.cut(syntheticLesson(strokes: 2, points: 5), author: AuthorID(0)).map(\.commands)
+    for m in more { try teacher.session.send(m, now: h.now) }
+    let total = UInt64(batches.count + more.count)
+    #expect(h.run { acked(teacher, through: total) && watcher.session.appliedRoomSeq == total })
+    #expect(h.relay.roomHead("r") == total)
+    #expect(watcher.deliveredCommands == batches.flatMap(\.commands) + more.flatMap { $0 })
     let rejoins = teacher.events.filter { if case .joined = $0 { true } else { false } }.count
     #expect(rejoins == 2)
     #expect(teacher.session.board.digest == h.relay.board("r")!.digest)

@@ -161,6 +161,32 @@ import Testing
         #expect(watcher.outputLines == expected)
     }
 
+    @Test func clientsGetTheirSessionsBackAfterADaemonRestart() throws {
+        let first = try Self.start("cli-restart")
+        guard let trace = Self.lessonTrace(in: first.directory) else { return }
+        let expected = Self.messages(trace.lines)
+        let count = String(expected.count)
+        let watchers = try [first.udp, first.tcp].enumerated().map { i, server in
+            try ClientProcess(["watch", "--server", server, "--room", "r", "--user", "w\(i)", "--count", count, "--idle-exit", "20"], directory: first.directory)
+        }
+        for i in 0..<2 { #expect(Self.waitJoined(first, room: "r", user: "w\(i)")) }
+        let sender = try ClientProcess(["send", "--server", first.udp, "--room", "r", "--user", "t", "--trace", trace.path, "--speed", "40"], directory: first.directory)
+        #expect(Self.waitUntil { first.process.log.contains("user=t ") })
+        usleep(700_000)
+        first.process.signal(SIGTERM)
+        #expect(first.process.waitExit() == 0)
+        // The same ports and room log: the clients rejoin and resend what was not durable.
+        let second = try DaemonProcess(["--udp", String(first.udp.dropFirst(6)), "--tcp", String(first.tcp.dropFirst(6))],
+                                       dataDir: first.directory, tag: "cli-restart")
+        _ = try second.ready()
+        #expect(sender.wait() == 0, "\(sender.errors)")
+        for w in watchers {
+            #expect(w.wait() == 0, "\(w.errors)")
+            #expect(w.outputLines == expected)
+        }
+        withExtendedLifetime(first) {}
+    }
+
     @Test func lateJoinerGetsTheWholeBoardAndExportReplaysWithOriginalTimes() throws {
         let d = try Self.start("cli-late")
         guard let trace = Self.lessonTrace(in: d.directory) else { return }
