@@ -75,6 +75,21 @@ import Testing
         #expect(delivered.1 == Self.stroke)
     }
 
+    @Test func dualStackListenersTakeIPv4AndIPv6() throws {
+        let daemon = try DaemonProcess(["--udp", "[::]:0", "--tcp", "[::]:0", "--legacy", "[::]:0=lesson"], tag: "dual")
+        let fields = try daemon.ready()
+        #expect(fields["udp"]?.hasPrefix("[::]:") == true)
+        let pen = try NativeTestClient(.udp, port: DaemonProcess.port(fields["udp"])!)
+        let author = try #require(Self.joined(pen, user: "pen", role: .presenter))
+        let v6 = try NativeTestClient(.tcp, port: DaemonProcess.port(fields["tcp"])!, ipv6: true)
+        #expect(Self.joined(v6, user: "v6", role: .viewer) != nil)
+        let app = try LegacyTestClient(port: daemon.legacyPort(fields))
+        usleep(100_000)
+        pen.sendBatch(Self.stroke, originSeq: 1, author: author)
+        #expect(v6.nextRoomBatch()?.1 == Self.stroke)
+        #expect(app.receive(count: 4) == Self.strokeAsLegacy)
+    }
+
     @Test func roamingDeviceKeepsItsSession() throws {
         let (daemon, ports) = try Self.start("roam")
         defer { withExtendedLifetime(daemon) {} }

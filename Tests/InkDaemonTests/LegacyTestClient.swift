@@ -101,6 +101,24 @@ func connectLoopback(port: UInt16, type: __socket_type) throws -> Int32 {
     return fd
 }
 
+/// A TCP stream to `[::1]:port`.
+func connectLoopbackIPv6(port: UInt16) throws -> Int32 {
+    let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw DaemonProcess.SpawnError(message: "socket failed") }
+    var address = sockaddr_in6()
+    address.sin6_family = sa_family_t(AF_INET6)
+    address.sin6_port = port.bigEndian
+    withUnsafeMutableBytes(of: &address.sin6_addr) { $0[15] = 1 }
+    let rc = withUnsafePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+    }
+    guard rc == 0 else {
+        close(fd)
+        throw DaemonProcess.SpawnError(message: "connect [::1]:\(port): \(String(cString: strerror(errno)))")
+    }
+    return fd
+}
+
 /// `GET /metrics` from the daemon, the body as text.
 func fetchMetrics(port: UInt16) throws -> String {
     let fd = try connectLoopback(port: port, type: SOCK_STREAM)

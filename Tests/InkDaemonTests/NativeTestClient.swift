@@ -19,10 +19,11 @@ final class NativeTestClient {
     private(set) var closedByPeer = false
     let origin = UInt64.random(in: 1...UInt64.max)
 
-    init(_ transport: Transport, port: UInt16) throws {
+    init(_ transport: Transport, port: UInt16, ipv6: Bool = false) throws {
         self.transport = transport
         self.port = port
-        fd = try connectLoopback(port: port, type: transport == .udp ? SOCK_DGRAM : SOCK_STREAM)
+        fd = ipv6 && transport == .tcp ? try connectLoopbackIPv6(port: port)
+            : try connectLoopback(port: port, type: transport == .udp ? SOCK_DGRAM : SOCK_STREAM)
         arq = transport == .udp
             ? ARQSession(connectionID: UInt64.random(in: 1...UInt64.max), now: Instant(microseconds: monotonicMicroseconds()))
             : nil
