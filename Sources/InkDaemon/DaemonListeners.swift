@@ -12,7 +12,8 @@ extension Daemon {
                 for fd in udpFDs { udp.append(try UDPTransport(socket: try UDPSocket(loop: loop, adopting: fd), daemon: self)) }
             } else {
                 for address in config.udp {
-                    udp.append(try UDPTransport(socket: try UDPSocket(loop: loop, bindTo: address), daemon: self))
+                    let socket = try withIPv4Fallback(address) { (address) throws(UVError) in try UDPSocket(loop: loop, bindTo: address) }
+                    udp.append(try UDPTransport(socket: socket, daemon: self))
                 }
             }
             let tcpFDs = fds("tcp")
@@ -20,7 +21,9 @@ extension Daemon {
                 for fd in tcpFDs { tcp.append(try TCPTransport(listener: try TCPListener(loop: loop, adopting: fd), daemon: self)) }
             } else {
                 for address in config.tcp {
-                    tcp.append(try TCPTransport(listener: try TCPListener(loop: loop, bindTo: address), daemon: self))
+                    tcp.append(try withIPv4Fallback(address) { (address) throws(UVError) in
+                        try TCPTransport(listener: try TCPListener(loop: loop, bindTo: address), daemon: self)
+                    })
                 }
             }
             try openLegacyListeners(adopted: adopted)
@@ -38,6 +41,18 @@ extension Daemon {
             logger.info("listening", ["transport": "legacy", "address": listener.localAddress?.description ?? "?", "room": listener.room])
         }
         if let address = metricsServer?.localAddress { logger.info("listening", ["transport": "metrics", "address": address]) }
+    }
+
+    /// Binds `address`; when it is `[::]` and the host has no IPv6, binds `0.0.0.0` instead.
+    private func withIPv4Fallback<T>(_ address: SocketAddress, _ bind: (SocketAddress) throws(UVError) -> T) throws(UVError) -> T {
+        do {
+            return try bind(address)
+        } catch {
+            guard address.family == .ipv6, address.host == "::", error.code != UVError.addressInUse else { throw error }
+            let fallback = SocketAddress.anyIPv4(port: address.port)
+            logger.notice("IPv6 unavailable, listening on IPv4 only", ["address": fallback, "error": error])
+            return try bind(fallback)
+        }
     }
 
     private func openLegacyListeners(adopted: [SocketActivation.Socket]) throws(UVError) {
