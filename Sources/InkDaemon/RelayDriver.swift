@@ -169,10 +169,11 @@ final class RelayDriver {
     private func append(_ record: RelayRecord) {
         do {
             let outcome = try store.append(NewBatch(room: record.room, origin: record.origin, originSeq: record.originSeq,
-                                                    author: record.authorLabel, receivedAtMs: record.timeMs, payload: record.payload))
-            if case .appended(let seq) = outcome, seq != record.roomSeq {
-                metrics.errors(kind: "store_sequence").increment()
-                logger.error("room log and relay disagree on the sequence", ["room": record.room, "relay": record.roomSeq, "store": seq])
+                                                    author: record.authorLabel, receivedAtMs: record.timeMs, payload: record.payload,
+                                                    expectedRoomSeq: record.roomSeq))
+            if case .duplicate(let seq) = outcome {
+                metrics.errors(kind: "store_duplicate").increment()
+                logger.warning("room log already holds this batch", ["room": record.room, "relay": record.roomSeq, "store": seq])
             }
         } catch {
             metrics.errors(kind: error.isDiskFull ? "disk_full" : "store_append").increment()
