@@ -57,23 +57,27 @@ import Testing
         return true
     }
 
-    @Test func nativeSenderReachesUDPAndTCPWatchersExactlyInOrder() throws {
+    @Test func nativeSenderReachesUDPTCPAndLegacyWatchersExactlyInOrder() throws {
         let d = try Self.start("cli-fanout")
         guard let trace = Self.lessonTrace(in: d.directory) else { return }
         let expected = Self.messages(trace.lines)
         let count = String(expected.count)
         let watchers = try [
-            ClientProcess(["watch", "--server", d.udp, "--room", "math", "--user", "w1", "--count", count, "--idle-exit", "10"], directory: d.directory),
-            ClientProcess(["watch", "--server", d.tcp, "--room", "math", "--user", "w2", "--count", count, "--idle-exit", "10"], directory: d.directory),
-            ClientProcess(["watch", "--server", d.udp, "--room", "math", "--user", "w3", "--format", "json", "--count", count, "--idle-exit", "10"], directory: d.directory),
+            ClientProcess(["watch", "--server", d.udp, "--room", "legacy-room", "--user", "w1", "--count", count, "--idle-exit", "10"], directory: d.directory),
+            ClientProcess(["watch", "--server", d.tcp, "--room", "legacy-room", "--user", "w2", "--count", count, "--idle-exit", "10"], directory: d.directory),
+            ClientProcess(["watch", "--server", d.udp, "--room", "legacy-room", "--user", "w3", "--format", "json", "--count", count, "--idle-exit", "10"], directory: d.directory),
         ]
-        for user in ["w1", "w2", "w3"] { #expect(Self.waitJoined(d, room: "math", user: user)) }
-        let sender = try ClientProcess.run(["send", "--server", d.udp, "--room", "math", "--user", "teacher", "--trace", trace.path, "--speed", Self.speed], directory: d.directory)
+        for user in ["w1", "w2", "w3"] { #expect(Self.waitJoined(d, room: "legacy-room", user: user)) }
+        // A HYWhiteboard app in the same room (the daemon's legacy listener is bound to it).
+        let app = try LegacyTestClient(port: d.legacyPort)
+        #expect(Self.waitUntil { d.process.log.contains("user=legacy-") })
+        let sender = try ClientProcess.run(["send", "--server", d.udp, "--room", "legacy-room", "--user", "teacher", "--trace", trace.path, "--speed", Self.speed], directory: d.directory)
         #expect(sender.exitStatus == 0, "\(sender.errors)")
         #expect(sender.errors.contains("acknowledged"))
         for w in watchers { #expect(w.wait() == 0, "\(w.errors)") }
         #expect(watchers[0].outputLines == expected)
         #expect(watchers[1].outputLines == expected)
+        #expect(app.receive(count: expected.count, limitMicroseconds: 10_000_000) == expected)
         // JSON: one object per command, the trace's own times, room order.
         let json = watchers[2].outputLines
         #expect(json.count == expected.count)
