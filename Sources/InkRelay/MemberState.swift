@@ -37,8 +37,6 @@ struct SyncProgress {
 struct SessionState {
     let id: SessionID
     let transport: TransportKind
-    /// Until joined: the instant the session is closed if it has not joined.
-    var joinDeadline: Instant?
     var errors = 0
     var member: MemberState?
 }

@@ -71,6 +71,8 @@ public final class Relay {
 
     var rooms: [String: RoomState] = [:]
     var sessions: [SessionID: SessionState] = [:]
+    /// Sessions not yet joined, and when they must have (only these have a timer).
+    var joinDeadlines: [SessionID: Instant] = [:]
     private var outputs: [RelayOutput] = []
     private var outputStart = 0
 
@@ -96,9 +98,7 @@ public final class Relay {
     /// The earliest instant `handleTimeout` has work (a session that must have joined by then).
     public func pollTimeout() -> Instant? {
         var earliest: Instant?
-        for s in sessions.values {
-            if let d = s.joinDeadline, earliest == nil || d < earliest! { earliest = d }
-        }
+        for d in joinDeadlines.values where earliest == nil || d < earliest! { earliest = d }
         return earliest
     }
 
@@ -139,7 +139,8 @@ public final class Relay {
             emit(.close(session, .other))
             return
         }
-        sessions[session] = SessionState(id: session, transport: transport, joinDeadline: now + limits.joinTimeout)
+        sessions[session] = SessionState(id: session, transport: transport)
+        joinDeadlines[session] = now + limits.joinTimeout
         event(.sessionOpened(session, transport))
     }
 
@@ -206,7 +207,7 @@ public final class Relay {
 
     /// Closes sessions that did not join in time.
     public func handleTimeout(now: Instant) {
-        let late = sessions.values.filter { $0.joinDeadline.map { $0 <= now } ?? false }.map(\.id).sorted()
+        let late = joinDeadlines.filter { $0.value <= now }.map(\.key).sorted()
         for s in late { closeSession(s, .idle, text: "no join within \(limits.joinTimeout.microseconds / 1000) ms") }
     }
 
@@ -237,6 +238,7 @@ public final class Relay {
     /// Forgets a session; tells the room when the user's last session left.
     func removeSession(_ session: SessionID) {
         guard let state = sessions.removeValue(forKey: session) else { return }
+        joinDeadlines[session] = nil
         event(.sessionClosed(session))
         guard let m = state.member, let room = rooms[m.room] else { return }
         room.sessions.removeAll { $0 == session }

@@ -61,7 +61,7 @@ extension Relay {
         case .snapshot: member.cursor = 0
         case nil: break
         }
-        sessions[session]!.joinDeadline = nil
+        joinDeadlines[session] = nil
         sessions[session]!.member = member
         event(.memberJoined(room: request.room, session: session, user: request.user, role: role))
 

@@ -190,4 +190,8 @@ public enum RelayRestoreError: Error, Hashable, Sendable {
     case outOfOrder(expected: UInt64, got: UInt64)
     case undecodablePayload(roomSeq: UInt64)
     case tooManyRooms
+    /// A snapshot record that does not decode (the named part).
+    case malformedSnapshot(String)
+    /// A snapshot's batches do not fold to its digest.
+    case digestMismatch(roomSeq: UInt64)
 }

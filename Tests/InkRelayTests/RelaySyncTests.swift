@@ -203,3 +203,37 @@ private func draw(_ h: Harness, _ t: inout Device, batches n: Int) {
     #expect(!out.contains { if case .append = $0 { true } else { false } })
     #expect(RelayRecord.parseAuthorLabel(h.appended[0].authorLabel)! == (AuthorID(1), "t"))
 }
+
+@Test func aCompactedRoomRestoresItsBoardAuthorsRightsAndProducers() throws {
+    let h = Harness()
+    var t = Device(h.open(1), origin: 1, user: "t", role: .teacher)
+    var v = Device(h.open(2), origin: 2, user: "v", role: .viewer)
+    h.join(&t)
+    h.join(&v)
+    draw(h, &t, batches: 20)
+    h.deliver(.grantDraw(user: "v"), from: t.session)
+    let record = try #require(h.relay.snapshotRecord(room: "r"))
+    #expect(record.throughRoomSeq == 20)
+    #expect(record.users.map(\.name) == ["t", "v"] && record.users[1].drawRight == true)
+    let bytes = record.encode()
+    #expect(try RoomSnapshotRecord.decode(bytes) == record)
+    for cut in [0, 1, 5, bytes.count / 2, bytes.count - 1] {
+        #expect(throws: RelayRestoreError.self) { try RoomSnapshotRecord.decode(Array(bytes[0..<cut])) }
+    }
+    draw(h, &t, batches: 5)
+
+    let restored = Relay()
+    try restored.restore(snapshot: RoomSnapshotRecord.decode(bytes))
+    for r in h.appended where r.roomSeq > 20 { try restored.restore(r) }
+    #expect(restored.roomHead("r") == 25)
+    #expect(restored.board("r")!.digest == h.relay.board("r")!.digest)
+    var tampered = record
+    tampered.digest ^= 1
+    #expect(throws: RelayRestoreError.digestMismatch(roomSeq: 20)) { try Relay().restore(snapshot: tampered) }
+    // v comes back as the same author with its granted right; t's resent batch 3 is known.
+    restored.handleSessionOpened(SessionID(9), transport: .udp, now: .zero)
+    restored.handleMessage(SessionMessageCodec.encode(v.join(have: .nothing)), from: SessionID(9), now: .zero)
+    var out: [RelayOutput] = []
+    while let o = restored.pollOutput() { out.append(o) }
+    #expect(out.contains(.send(SessionID(9), .joinAccepted(member: AuthorID(2), role: .presenter, roomHead: 25, syncFollows: true))))
+}
