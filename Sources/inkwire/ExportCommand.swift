@@ -40,7 +40,13 @@ private final class Exporter {
     func run() -> Int32 {
         runner.onEvent = { [unowned self] e in handle(e) }
         let code = runner.run()
-        if code == ClientExit.ok { FileHandle.standardOutput.write(Data(out)) }
+        guard code == ClientExit.ok else { return code }
+        do {
+            try FileHandle.standardOutput.write(contentsOf: Data(out))
+        } catch {
+            printError("export", "cannot write the trace: \(error)")
+            return ClientExit.failure
+        }
         return code
     }
 

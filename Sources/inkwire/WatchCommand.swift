@@ -70,7 +70,12 @@ private final class Watcher {
 
     private func flush() {
         guard !out.isEmpty else { return }
-        FileHandle.standardOutput.write(Data(out))
+        do {
+            try FileHandle.standardOutput.write(contentsOf: Data(out))
+        } catch {
+            // The reader went away (`inkwire watch | head`): nothing more to print.
+            runner.finish(ClientExit.ok)
+        }
         out.removeAll(keepingCapacity: true)
     }
 
@@ -84,8 +89,10 @@ private final class Watcher {
     private func handle(_ e: ClientEvent) {
         if runner.handleCommonEvent(e) { return }
         switch e {
-        case .joined(let member, _, _, _):
-            if translator == nil { translator = LegacyTranslator(author: member) }
+        case .joined:
+            // The watcher draws nothing: its translator's own author is one no member has, so
+            // every command is shown, this user's own from other devices too.
+            if translator == nil { translator = LegacyTranslator(author: AuthorID(UInt32.max)) }
             armIdle()
         case .delivered(let batch):
             guard runner.exitCode == nil else { return }

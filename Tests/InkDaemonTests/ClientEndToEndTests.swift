@@ -121,6 +121,10 @@ import Testing
         let authors = Set(points.compactMap { $0.split(separator: ",").first { $0.hasPrefix("\"author\":") } }.map(String.init))
         #expect(strokes == ["\"stroke\":1", "\"stroke\":1", "\"stroke\":2", "\"stroke\":2"], "\(late.output)")
         #expect(authors.count == 1)
+        // The same user watching from another device sees its own strokes too.
+        let own = try ClientProcess.run(["watch", "--server", d.udp, "--room", "r", "--user", "ada", "--idle-exit", "0.5"], directory: d.directory)
+        let line = ["1,0.100000,0.100000,1", "1,0.200000,0.200000,3"]
+        #expect(own.outputLines == line + line, "\(own.errors)")
     }
 
     @Test func tokensAreRequiredWhenTheDaemonHasASecret() throws {
