@@ -105,8 +105,8 @@ final class WriterThreadPipe: CommitPipe, @unchecked Sendable {
             lastCommitStart = start
 
             condition.lock()
-            inFlight = false
             if let failure {
+                inFlight = false
                 failureCount += 1
                 lastFailure = failure
                 report.failures.append(failure)
@@ -123,12 +123,14 @@ final class WriterThreadPipe: CommitPipe, @unchecked Sendable {
             report.lastCommitMicros = micros
             report.maxCommitMicros = max(report.maxCommitMicros, micros)
             report.totalCommitMicros += micros
-            condition.broadcast()
+            // Still in flight until the caller has been woken: `flush` returns after the wake-up.
             if let onDurable {
                 condition.unlock()
                 onDurable()
                 condition.lock()
             }
+            inFlight = false
+            condition.broadcast()
         }
         exited = true
         condition.broadcast()
