@@ -57,9 +57,10 @@ struct ParsedFlags {
         return v
     }
 
-    func seconds(_ flag: String, default value: Double) throws(UsageError) -> Double {
+    /// A positive finite number (seconds, or a speed factor).
+    func positive(_ flag: String, default value: Double) throws(UsageError) -> Double {
         guard let text = values[flag] else { return value }
-        guard let v = Double(text), v.isFinite, v > 0 else { throw UsageError(description: "\(flag) must be a positive number of seconds") }
+        guard let v = Double(text), v.isFinite, v > 0 else { throw UsageError(description: "\(flag) must be a positive number, not '\(text)'") }
         return v
     }
 }
@@ -109,7 +110,7 @@ struct ClientOptions {
         case let other?: throw UsageError(description: "--role must be teacher, presenter or viewer, not '\(other)'")
         }
         token = flags.string("--token") ?? ""
-        timeoutSeconds = try flags.seconds("--timeout", default: 5)
+        timeoutSeconds = try flags.positive("--timeout", default: 5)
     }
 
     func configuration() -> ClientConfiguration {

@@ -17,7 +17,7 @@ func runSendCommand(_ arguments: [String]) -> Int32 {
     let path: String
     do {
         path = try flags.required("--trace")
-        speed = try flags.seconds("--speed", default: 1)
+        speed = try flags.positive("--speed", default: 1)
         roamAfter = try flags.string("--roam-after").map { text throws(UsageError) in
             guard let n = Int(text), n >= 0 else { throw UsageError(description: "--roam-after must be a count of batches") }
             return n

@@ -25,7 +25,7 @@ func runWatchCommand(_ arguments: [String]) -> Int32 {
             guard let n = Int(text), n > 0 else { throw UsageError(description: "--count must be a positive number") }
             return n
         }
-        idleSeconds = flags.string("--idle-exit") == nil ? nil : try flags.seconds("--idle-exit", default: 1)
+        idleSeconds = flags.string("--idle-exit") == nil ? nil : try flags.positive("--idle-exit", default: 1)
     } catch {
         printError("watch", "\(error)")
         return ClientExit.badArguments
