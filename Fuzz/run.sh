@@ -4,8 +4,8 @@
 #
 # A target is one file Fuzz/targets/NAME.swift defining `@_cdecl("LLVMFuzzerTestOneInput")`.
 # It is compiled together with the pure modules' sources (`modules` below) into one module, so it
-# uses them directly (no `import`; their imports of each other are dropped in the copy under
-# Fuzz/bin/src). Seeds, if any, live in Fuzz/seeds/NAME/. Run some targets with
+# uses them directly (no `import`; their imports of each other are dropped in a temporary
+# copy). Seeds, if any, live in Fuzz/seeds/NAME/. Run some targets with
 # `Fuzz/run.sh NAME...`. Crash inputs are kept in Fuzz/bin/NAME-crashes/.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -15,11 +15,12 @@ else targets=(targets/*.swift); fi
 [ -e "${targets[0]}" ] || { echo "fuzz: no targets yet"; exit 0; }
 mkdir -p bin
 modules=(InkCodec InkProtocol)
-rm -rf bin/src && mkdir -p bin/src
+src="$(mktemp -d)"  # per run, so two runs cannot rewrite each other's sources
+trap 'rm -rf "$src"' EXIT
 for module in "${modules[@]}"; do
     for file in ../Sources/"$module"/*.swift; do
         sed -E "/^[[:space:]]*(@[A-Za-z_]+[[:space:]]+)*import[[:space:]]+($(IFS='|'; echo "${modules[*]}"))[[:space:]]*$/d" \
-            "$file" > "bin/src/${module}_$(basename "$file")"
+            "$file" > "$src/${module}_$(basename "$file")"
     done
 done
 failed=()
@@ -27,7 +28,7 @@ for target in "${targets[@]}"; do
     name="$(basename "$target" .swift)"
     echo "fuzz: building $name"
     if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name "Fuzz_${name//-/_}" \
-        bin/src/*.swift "$target" -o "bin/$name" > "bin/$name.build.log" 2>&1; then
+        "$src"/*.swift "$target" -o "bin/$name" > "bin/$name.build.log" 2>&1; then
         cat "bin/$name.build.log"; failed+=("$name (build)"); continue
     fi
     corpus="bin/$name-corpus"; crashes="bin/$name-crashes"
@@ -36,7 +37,7 @@ for target in "${targets[@]}"; do
     echo "fuzz: running $name for ${seconds}s"
     if "bin/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=4096 \
         -artifact_prefix="$crashes/" -print_final_stats=1 "$corpus" > "bin/$name.log" 2>&1; then
-        grep -E '^stat::number_of_executed_units|^Done' "bin/$name.log" | sed "s/^/fuzz: $name: /" || true
+        grep -a -E '^stat::number_of_executed_units|^Done' "bin/$name.log" | sed "s/^/fuzz: $name: /" || true
     else
         tail -40 "bin/$name.log"; failed+=("$name")
     fi
