@@ -37,6 +37,16 @@ struct RANSEncSymbol {
     var rcpShift: UInt32
 }
 
+/// The model's buffers as plain pointers (immortal), so the coder's hot paths touch no class
+/// reference (no retain/release per batch).
+struct BinaryModelPointers: @unchecked Sendable {
+    let enc: UnsafeMutablePointer<RANSEncSymbol>
+    let lut: UnsafeMutablePointer<UInt8>
+    let freqStart: UnsafeMutablePointer<UInt32>
+    static let shared = BinaryModelPointers(
+        enc: BinaryModel.shared.enc, lut: BinaryModel.shared.lut, freqStart: BinaryModel.shared.freqStart)
+}
+
 /// The flattened tables. Built once, never freed (it lives as long as the process).
 final class BinaryModel: @unchecked Sendable {
     /// Probability scale: every table sums to 2^scaleBits.

@@ -96,7 +96,7 @@ final class RANSEncoder {
             emittedCapacity = 3 * opCapacity + 8
             emitted = .allocate(capacity: emittedCapacity)
         }
-        let enc = BinaryModel.shared.enc
+        let enc = BinaryModelPointers.shared.enc
         let ops = self.ops
         let emitted = self.emitted
         var position = emittedCapacity
@@ -153,8 +153,9 @@ struct RANSDecoder {
     init?(_ bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return nil }
         self.bytes = bytes
-        lut = BinaryModel.shared.lut
-        freqStart = BinaryModel.shared.freqStart
+        let model = BinaryModelPointers.shared
+        lut = model.lut
+        freqStart = model.freqStart
         let stateBytes = bytes.count <= 4 ? bytes.count : 4
         var x: UInt64 = 0
         for i in 0..<stateBytes { x = x << 8 | UInt64(bytes[i]) }
