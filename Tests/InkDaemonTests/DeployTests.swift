@@ -1,0 +1,240 @@
+import Glibc
+import Testing
+@testable import InkDaemon
+
+/// deploy/: the systemd units, the settings example, the man page and the install scripts,
+/// checked offline (no systemd as PID 1 needed) against the built `inkwired`.
+@Suite struct DeployTests {
+    /// The package root, from this file's path.
+    static let packageRoot = String(#filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(3).joined(separator: "/"))
+    static let deploy = packageRoot + "/deploy"
+    /// Bound on one helper command (systemd-analyze, install.sh...).
+    static let commandLimitMicroseconds: UInt64 = 60_000_000
+    /// The target for `systemd-analyze security --offline=yes`.
+    static let exposureTarget = 2.0
+    static let units = ["inkwired.service", "inkwired.socket", "inkwired-tcp.socket", "inkwired-metrics.socket"]
+
+    /// Runs `argv` (a path, not searched) to completion: exit code (nil on time-out) and its
+    /// stdout and stderr together.
+    static func run(_ argv: [String], environment: [String: String] = [:], scratch: String) throws -> (Int32?, String) {
+        let outPath = scratch + "/command-\(UInt32.random(in: 0...UInt32.max)).out"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var env = environment
+        if env["PATH"] == nil { env["PATH"] = "/usr/sbin:/usr/bin:/sbin:/bin" }
+        let cArgs = argv.map { strdup($0) } + [nil]
+        let cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            cArgs.forEach { free($0) }
+            cEnv.forEach { free($0) }
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var child = pid_t()
+        let rc = posix_spawn(&child, argv[0], &actions, &attributes, cArgs, cEnv)
+        guard rc == 0 else { throw DaemonProcess.SpawnError(message: "posix_spawn \(argv[0]): \(String(cString: strerror(rc)))") }
+        let deadline = monotonicMicroseconds() + commandLimitMicroseconds
+        var status: Int32 = 0
+        var code: Int32?
+        while monotonicMicroseconds() < deadline {
+            if waitpid(child, &status, WNOHANG) == child {
+                code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+                break
+            }
+            usleep(5_000)
+        }
+        if code == nil {
+            kill(child, SIGKILL)
+            waitpid(child, &status, 0)
+        }
+        return (code, String(decoding: readFile(outPath), as: UTF8.self))
+    }
+
+    static func text(_ path: String) -> String { String(decoding: readFile(path), as: UTF8.self) }
+
+    static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    /// The scratch directory, removed at the end.
+    static func withScratch<T>(_ tag: String, _ body: (String) throws -> T) rethrows -> T {
+        let scratch = DaemonProcess.scratchDirectory(tag)
+        defer { _ = system("rm -rf '\(scratch)'") }
+        return try body(scratch)
+    }
+
+    // MARK: man page and settings example
+
+    @Test func manPageIsGeneratedFromHelp() throws {
+        try Self.withScratch("man") { scratch in
+            let (code, generated) = try Self.run(["/bin/bash", Self.deploy + "/gen-man.sh", DaemonProcess.binaryPath], scratch: scratch)
+            #expect(code == 0)
+            #expect(generated == Self.text(Self.deploy + "/inkwired.8"),
+                    "deploy/inkwired.8 is stale: run deploy/gen-man.sh .build/debug/inkwired > deploy/inkwired.8")
+            for flag in ConfigFlag.all where !flag.hidden {
+                let escaped = "--\(flag.name)".replacingHyphens()
+                #expect(generated.contains(".B \(escaped)\n") || generated.contains(".BI \"\(escaped) \""), "--\(flag.name) missing")
+            }
+        }
+    }
+
+    @Test func settingsExampleNamesEveryVariableAndIsAValidConfig() throws {
+        let example = Self.text(Self.deploy + "/inkwired.env")
+        for flag in ConfigFlag.all where !flag.hidden && flag.value != nil {
+            #expect(example.contains("\(flag.environmentName)="), "\(flag.environmentName) missing from deploy/inkwired.env")
+        }
+        // Every name it mentions is one the daemon knows (commented or not).
+        for line in example.split(separator: "\n") {
+            let bare = line.hasPrefix("#INKWIRE_") ? line.dropFirst() : line
+            guard bare.hasPrefix("INKWIRE_"), let equals = bare.firstIndex(of: "=") else { continue }
+            let name = String(bare[..<equals])
+            #expect(ConfigFlag.all.contains { $0.environmentName == name && !$0.hidden }, "unknown \(name)")
+        }
+        // With every setting switched on (its example values), the daemon accepts the file.
+        try Self.withScratch("env") { scratch in
+            let enabled = example.split(separator: "\n", omittingEmptySubsequences: false)
+                .filter { !$0.contains("INKWIRE_TOKEN_SECRET_FILE") && !$0.contains("INKWIRE_CONFIG") }
+                .map { $0.hasPrefix("#INKWIRE_") ? String($0.dropFirst()) : String($0) }
+                .joined(separator: "\n")
+                .replacingOccurrences("[::]:7420", "127.0.0.1:0")
+            writeFile(scratch + "/inkwired.env", Array(enabled.utf8))
+            let (code, out) = try Self.run([DaemonProcess.binaryPath, "--check-config", "--config", scratch + "/inkwired.env",
+                                            "--data-dir", scratch + "/data"], scratch: scratch)
+            #expect(code == 0, "\(out)")
+        }
+    }
+
+    // MARK: systemd-analyze
+
+    static let systemdAnalyze = "/usr/bin/systemd-analyze"
+
+    @Test func unitsPassVerify() throws {
+        guard Self.exists(Self.systemdAnalyze) else { return }  // Debian package `systemd`
+        try Self.withScratch("verify") { scratch in
+            // verify needs ExecStart= to exist: point it at the built daemon. Documentation=
+            // man:inkwired(8) must resolve: offer the committed page through MANPATH.
+            _ = system("mkdir -p '\(scratch)/units' '\(scratch)/man/man8' && cp '\(Self.deploy)/inkwired.8' '\(scratch)/man/man8/'")
+            for unit in Self.units {
+                let text = Self.text(Self.deploy + "/" + unit).replacingOccurrences("/usr/local/bin/inkwired", DaemonProcess.binaryPath)
+                writeFile(scratch + "/units/" + unit, Array(text.utf8))
+            }
+            let man = Self.exists("/usr/bin/man") ? "--man=yes" : "--man=no"
+            let (code, out) = try Self.run([Self.systemdAnalyze, "verify", man] + Self.units.map { scratch + "/units/" + $0 },
+                                           environment: ["MANPATH": scratch + "/man", "SYSTEMD_LOG_COLOR": "0"], scratch: scratch)
+            #expect(code == 0, "\(out)")
+            #expect(!out.contains("inkwired"), "\(out)")
+        }
+    }
+
+    /// "Overall exposure level for inkwired.service: 1.1 OK" → 1.1
+    static func exposure(_ output: String) -> Double? {
+        guard let line = output.split(separator: "\n").last(where: { $0.contains("Overall exposure level") }) else { return nil }
+        return line.split(separator: " ").lazy.compactMap { Double($0) }.first
+    }
+
+    @Test func serviceExposureIsWithinTarget() throws {
+        guard Self.exists(Self.systemdAnalyze) else { return }
+        #expect(Self.exposure("\u{2192} Overall exposure level for inkwired.service: 1.1 OK \u{1F642}") == 1.1)
+        try Self.withScratch("security") { scratch in
+            let (_, out) = try Self.run([Self.systemdAnalyze, "security", "--offline=yes", "--no-pager", Self.deploy + "/inkwired.service"],
+                                        environment: ["SYSTEMD_COLORS": "0"], scratch: scratch)
+            let level = try #require(Self.exposure(out), "\(out)")
+            #expect(level <= Self.exposureTarget, "\(out)")
+        }
+    }
+
+    // MARK: socket units
+
+    /// The `Listen*=` kind and `FileDescriptorName=` of a socket unit.
+    static func socketUnit(_ name: String) -> (datagram: Bool, fdName: String)? {
+        var datagram: Bool?
+        var fdName: String?
+        for line in text(deploy + "/" + name).split(separator: "\n") {
+            if line.hasPrefix("ListenDatagram=") { datagram = true }
+            if line.hasPrefix("ListenStream=") { datagram = false }
+            if line.hasPrefix("FileDescriptorName=") { fdName = String(line.dropFirst("FileDescriptorName=".count)) }
+        }
+        guard let datagram, let fdName else { return nil }
+        return (datagram, fdName)
+    }
+
+    @Test func daemonAdoptsTheSocketsTheUnitsName() throws {
+        let sockets = Self.units.filter { $0.hasSuffix(".socket") }.compactMap(Self.socketUnit)
+        #expect(sockets.map(\.fdName) == ["udp", "tcp", "metrics"])
+        var passed: [(fd: Int32, port: UInt16)] = []
+        defer { passed.forEach { close($0.fd) } }
+        for socket in sockets { passed.append(try DaemonActivationTests.boundSocket(socket.datagram ? SOCK_DGRAM : SOCK_STREAM)) }
+        let daemon = try DaemonProcess([], environment: ["LISTEN_FDS": "\(passed.count)",
+                                                         "LISTEN_FDNAMES": sockets.map(\.fdName).joined(separator: ":")],
+                                       tag: "units", passing: passed.map(\.fd))
+        let fields = try daemon.ready()
+        for (socket, bound) in zip(sockets, passed) {
+            #expect(fields[socket.fdName] == "127.0.0.1:\(bound.port)", "\(fields)")
+        }
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitExit() == 0)
+    }
+
+    // MARK: install.sh / uninstall.sh
+
+    /// Every file or link under `root` (directories left empty do not count).
+    static func files(under root: String, scratch: String) throws -> [String] {
+        let (_, out) = try run(["/usr/bin/find", root, "-not", "-type", "d"], scratch: scratch)
+        return out.split(separator: "\n").map { String($0.dropFirst(root.count)) }.sorted()
+    }
+
+    @Test func installIntoARootAndUninstallLeavesItClean() throws {
+        try Self.withScratch("install") { scratch in
+            let root = scratch + "/root"
+            let binDir = String(DaemonProcess.binaryPath.dropLast("/inkwired".count))
+            let install = ["/bin/bash", Self.deploy + "/install.sh", "--root", root, "--bin-dir", binDir]
+            let uninstall = ["/bin/bash", Self.deploy + "/uninstall.sh", "--root", root]
+            let (code, out) = try Self.run(install, scratch: scratch)
+            #expect(code == 0, "\(out)")
+            let installed = ["/etc/default/inkwired", "/etc/systemd/system/inkwired-metrics.socket", "/etc/systemd/system/inkwired-tcp.socket",
+                             "/etc/systemd/system/inkwired.service", "/etc/systemd/system/inkwired.socket",
+                             "/usr/local/bin/inkwire", "/usr/local/bin/inkwired", "/usr/local/share/man/man8/inkwired.8"]
+            #expect(try Self.files(under: root, scratch: scratch) == installed)
+            #expect(out.contains("installed  /usr/local/bin/inkwired"))
+            #expect(out.contains("skipped    systemctl"))
+            #expect(Self.text(root + "/etc/default/inkwired") == Self.text(Self.deploy + "/inkwired.env"))
+
+            // Again: nothing changes, and an edited settings file is kept.
+            writeFile(root + "/etc/default/inkwired", Array("INKWIRE_LOG_LEVEL=debug\n".utf8))
+            let (again, againOut) = try Self.run(install, scratch: scratch)
+            #expect(again == 0)
+            #expect(!againOut.split(separator: "\n").contains { $0.hasPrefix("installed") }, "\(againOut)")
+            #expect(againOut.contains("kept       /etc/default/inkwired"))
+
+            // Uninstall keeps the edited settings and the history; --purge removes them.
+            _ = system("mkdir -p '\(root)/var/lib/private/inkwired' && ln -s private/inkwired '\(root)/var/lib/inkwired' && touch '\(root)/var/lib/private/inkwired/rooms.sqlite'")
+            let (removed, removedOut) = try Self.run(uninstall, scratch: scratch)
+            #expect(removed == 0, "\(removedOut)")
+            #expect(try Self.files(under: root, scratch: scratch) == ["/etc/default/inkwired", "/var/lib/inkwired", "/var/lib/private/inkwired/rooms.sqlite"])
+            let (purged, purgedOut) = try Self.run(uninstall + ["--purge"], scratch: scratch)
+            #expect(purged == 0, "\(purgedOut)")
+            #expect(try Self.files(under: root, scratch: scratch) == [])
+
+            // An unchanged example goes with a plain uninstall.
+            _ = try Self.run(install, scratch: scratch)
+            _ = try Self.run(uninstall, scratch: scratch)
+            #expect(try Self.files(under: root, scratch: scratch) == [])
+        }
+    }
+}
+
+private extension String {
+    func replacingOccurrences(_ target: String, _ replacement: String) -> String { replacing(target, with: replacement) }
+
+    func replacingHyphens() -> String { replacing("-", with: "\\-") }
+}
