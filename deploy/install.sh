@@ -30,6 +30,11 @@ root=${root%/}
 units=(inkwired.service inkwired.socket inkwired-tcp.socket inkwired-metrics.socket)
 
 if [[ -z $bin_dir ]]; then
+    if ! command -v swift >/dev/null; then
+        echo "install.sh: swift is not on PATH (sudo resets PATH): build as yourself, then" >&2
+        echo "  sudo $0 --bin-dir \"\$(swift build -c release --show-bin-path)\"" >&2
+        exit 1
+    fi
     echo "building release binaries (swift build -c release)"
     (cd "$deploy/.." && swift build -c release --product inkwired && swift build -c release --product inkwire)
     bin_dir=$(cd "$deploy/.." && swift build -c release --show-bin-path)

@@ -229,6 +229,13 @@ import Testing
             _ = try Self.run(install, scratch: scratch)
             _ = try Self.run(uninstall, scratch: scratch)
             #expect(try Self.files(under: root, scratch: scratch) == [])
+
+            // --prefix moves the binaries and man page, and the unit follows.
+            _ = try Self.run(install + ["--prefix", "/opt/inkwire"], scratch: scratch)
+            #expect(Self.text(root + "/etc/systemd/system/inkwired.service").contains("\nExecStart=/opt/inkwire/bin/inkwired --data-dir"))
+            #expect(Self.exists(root + "/opt/inkwire/share/man/man8/inkwired.8"))
+            _ = try Self.run(uninstall + ["--prefix", "/opt/inkwire"], scratch: scratch)
+            #expect(try Self.files(under: root, scratch: scratch) == [])
         }
     }
 }
