@@ -29,6 +29,8 @@ extension ARQSession: SimReliableEndpoint {
         return [
             SimMemoryUse(name: "send queue bytes", used: s.queuedBytes, limit: configuration.maxQueuedBytes),
             SimMemoryUse(name: "segments in flight", used: s.segmentsInFlight, limit: Int(configuration.sendWindow)),
+            SimMemoryUse(name: "receive buffer bytes", used: s.pendingReceiveBytes, limit: configuration.maxPendingReceiveBytes),
+            SimMemoryUse(name: "out-of-order segments", used: s.outOfOrderSegments, limit: Int(configuration.receiveWindow)),
         ]
     }
 }
