@@ -41,7 +41,7 @@ let package = Package(
         .executableTarget(name: "inkwire-sim", dependencies: ["InkSim", "InkProtocol"]),
         .executableTarget(
             name: "inkwire-bench",
-            dependencies: ["InkCodec", "InkProtocol", "InkSim", "InkUV", "InkDaemon", "CENet", "InkStore"],
+            dependencies: ["InkCodec", "InkProtocol", "InkSim", "InkUV", "InkDaemon", "CENet", "InkStore", "InkRelay", "InkClient"],
             path: "Benchmarks/inkwire-bench"
         ),
 
