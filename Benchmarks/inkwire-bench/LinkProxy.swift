@@ -88,9 +88,11 @@ final class LinkProxy {
     private let startedAt: UInt64
     private var stoppedAt: UInt64?
 
-    init(options: LinkProxyOptions) throws {
+    /// Opens the listener on `sharedLoop` (a new loop by default). `watchesSignals` makes SIGINT and
+    /// SIGTERM stop the loop (tests, sharing the loop with their own sockets, leave it off).
+    init(options: LinkProxyOptions, sharing sharedLoop: EventLoop? = nil, watchesSignals: Bool = true) throws {
         self.options = options
-        loop = try EventLoop()
+        self.loop = try sharedLoop ?? EventLoop()
         listener = try UDPSocket(loop: loop, bindTo: options.listen)
         timer = try LoopTimer(loop: loop)
         // Each direction draws from its own stream, both derived from the one seed.
@@ -99,7 +101,7 @@ final class LinkProxy {
         toClient = LinkImpairment(configuration: options.link, seed: root.next())
         startedAt = loop.now
         try listener.startReceiving { [unowned self] bytes, client in self.fromClient(bytes, client) }
-        for signal in [Signal.interrupt, Signal.terminate] {
+        for signal in watchesSignals ? [Signal.interrupt, Signal.terminate] : [] {
             let watcher = try Signal(loop: loop)
             try watcher.start(signal) { [unowned self] _ in self.stop() }
             signals.append(watcher)
