@@ -52,8 +52,12 @@ struct LinkDirectionCounters {
 }
 
 final class LinkProxy {
-    /// Distinct client source addresses served; datagrams from further ones are refused.
-    static let maximumSessions = 1024
+    /// Distinct client source addresses served (one socket each, so also bounded by the file
+    /// limit); datagrams from further ones are refused and counted.
+    static let maximumSessions = 8192
+    /// Datagrams an upstream socket reads per system call: each slice is a 64 KiB slab, so
+    /// thousands of sessions stay small while the shared listener keeps the full batch.
+    static let upstreamReceiveBatch = 4
     /// Datagrams (both directions) waiting for their due time; more are refused (tail drop).
     static let maximumHeldDatagrams = 20_000
 
@@ -142,7 +146,7 @@ final class LinkProxy {
 
     private func openUpstream(for client: SocketAddress) -> UDPSocket? {
         let local: SocketAddress = options.forward.family == .ipv4 ? .anyIPv4(port: 0) : .anyIPv6(port: 0)
-        guard let upstream = try? UDPSocket(loop: loop, bindTo: local) else { return nil }
+        guard let upstream = try? UDPSocket(loop: loop, bindTo: local, batch: LinkProxy.upstreamReceiveBatch) else { return nil }
         do {
             try upstream.startReceiving { [unowned self] bytes, _ in self.fromServer(bytes, to: client) }
         } catch {
