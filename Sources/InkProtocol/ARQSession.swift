@@ -451,7 +451,7 @@ public final class ARQSession: DatagramEndpoint {
                 ledger[i].needsRetransmit = true
                 pendingRetransmits += 1
                 counters.lossesDetected += 1
-                congestion.onLoss(sentAt: e.lastSentAt, now: now)
+                congestion.onLoss(bytes: e.payload.count, sentAt: e.lastSentAt, now: now)
             } else {
                 let t = e.lastSentAt + delay
                 lossDeadline = lossDeadline.map { min($0, t) } ?? t

@@ -6,6 +6,12 @@
 ///   datagrams for reasons other than congestion) once per round trip (losses of segments sent
 ///   before the recovery began belong to the same event); repeated probe timeouts collapse it
 ///   to `minimumSegments`.
+/// - Random loss is not congestion: once a sample of at least `minimumSampleSegments` segments
+///   was acknowledged or lost, a loss while the lost share of that sample is at most
+///   `randomLossTolerancePercent` keeps the window (a Wi-Fi link losing 5 % of datagrams at
+///   random would otherwise hold a bulk history sync to a few hundred KB/s). Losses above that
+///   share (a queue overflowing) reduce it as before; the sample decays by half every
+///   `sampleDecayWindows` windows so it follows the current path.
 /// - It only gates new data when bytes in flight would exceed it, and it only grows while the
 ///   sender actually uses it, so sparse live strokes (a few hundred bytes in flight) are never
 ///   held back while a bulk history transfer is paced by acknowledgements.
@@ -16,11 +22,20 @@ struct CongestionController {
     static let minimumSegments = 2
     /// Multiplicative decrease on loss, in tenths.
     static let lossReductionTenths = 7
+    /// Lost share of the recent sample (percent of bytes) still taken as random loss.
+    static let randomLossTolerancePercent = 10
+    /// Segments of acknowledged or lost bytes the sample needs before a loss may be tolerated.
+    static let minimumSampleSegments = 20
+    /// The sample is halved once it holds this many windows of bytes.
+    static let sampleDecayWindows = 8
 
     let segmentSize: Int
     private(set) var window: Int
     private var slowStartThreshold = Int.max
     private var recoveryStart: Instant?
+    /// Bytes acknowledged and lost recently (decaying), for the random-loss test.
+    private var sampleAcked = 0
+    private var sampleLost = 0
 
     init(segmentSize: Int) {
         self.segmentSize = segmentSize
@@ -32,6 +47,8 @@ struct CongestionController {
     }
 
     mutating func onAck(bytes: Int, sentAt: Instant, bytesInFlightBefore: Int) {
+        sampleAcked += bytes
+        decaySample()
         if let r = recoveryStart, !(r < sentAt) { return }
         // Application-limited: do not grow a window the sender is not filling.
         guard bytesInFlightBefore * 2 >= window else { return }
@@ -42,8 +59,13 @@ struct CongestionController {
         }
     }
 
-    mutating func onLoss(sentAt: Instant, now: Instant) {
+    mutating func onLoss(bytes: Int, sentAt: Instant, now: Instant) {
+        sampleLost += bytes
+        decaySample()
         if let r = recoveryStart, !(r < sentAt) { return }
+        let sample = sampleAcked + sampleLost
+        if sample >= segmentSize * CongestionController.minimumSampleSegments,
+           sampleLost * 100 <= sample * CongestionController.randomLossTolerancePercent { return }
         recoveryStart = now
         window = max(window * CongestionController.lossReductionTenths / 10, segmentSize * CongestionController.minimumSegments)
         slowStartThreshold = window
@@ -53,5 +75,12 @@ struct CongestionController {
         recoveryStart = now
         slowStartThreshold = max(window / 2, segmentSize * CongestionController.minimumSegments)
         window = segmentSize * CongestionController.minimumSegments
+    }
+
+    private mutating func decaySample() {
+        if sampleAcked + sampleLost > window * CongestionController.sampleDecayWindows {
+            sampleAcked /= 2
+            sampleLost /= 2
+        }
     }
 }

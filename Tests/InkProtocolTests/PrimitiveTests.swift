@@ -112,15 +112,29 @@ import Testing
         #expect(cc.window == 10_000)
         cc.onAck(bytes: 1000, sentAt: t, bytesInFlightBefore: 9000)
         #expect(cc.window == 11_000)
-        cc.onLoss(sentAt: t, now: t + .milliseconds(10))
+        cc.onLoss(bytes: 1000, sentAt: t, now: t + .milliseconds(10))
         #expect(cc.window == 7_700)
         // A second loss from the same flight is the same event.
-        cc.onLoss(sentAt: t + .milliseconds(5), now: t + .milliseconds(11))
+        cc.onLoss(bytes: 1000, sentAt: t + .milliseconds(5), now: t + .milliseconds(11))
         #expect(cc.window == 7_700)
         // Congestion avoidance: about one segment per window of acknowledged bytes.
         cc.onAck(bytes: 1000, sentAt: t + .milliseconds(20), bytesInFlightBefore: 7_000)
         #expect(cc.window == 7_700 + 1000 * 1000 / 7_700)
         cc.onPersistentCongestion(now: t + .milliseconds(30))
         #expect(cc.window == 2_000)
+    }
+
+    @Test func randomLossBelowToleranceKeepsTheWindow() {
+        var cc = CongestionController(segmentSize: 1000)
+        let t = Instant.milliseconds(100)
+        // 40 segments acknowledged (slow start to 50_000), then 2 lost: 2 / 42 is under 10 %.
+        for _ in 0..<40 { cc.onAck(bytes: 1000, sentAt: t, bytesInFlightBefore: 40_000) }
+        #expect(cc.window == 50_000)
+        cc.onLoss(bytes: 1000, sentAt: t, now: t + .milliseconds(10))
+        cc.onLoss(bytes: 1000, sentAt: t + .milliseconds(20), now: t + .milliseconds(30))
+        #expect(cc.window == 50_000)
+        // A burst taking the lost share over 10 % is congestion: the window shrinks.
+        for _ in 0..<8 { cc.onLoss(bytes: 1000, sentAt: t + .milliseconds(40), now: t + .milliseconds(50)) }
+        #expect(cc.window == 35_000)
     }
 }
