@@ -32,6 +32,14 @@ final class RelayDriver {
     /// Sessions with a history sync under way (for the gauge; a session that leaves mid-sync
     /// drops out).
     private var syncing: Set<SessionID> = []
+    /// Batches stored per room since its last snapshot; rooms due for one, in order.
+    private var sinceSnapshot: [String: Int] = [:]
+    private var dueSnapshots: [String] = []
+
+    /// A room gets a compacted snapshot (`Relay.snapshotRecord`) every this many stored
+    /// batches: a restart restores it and reads only the tail after it, and with
+    /// `--retain board` the store drops the batches it covers.
+    static let snapshotEveryBatches = 4096
 
     init(loop: EventLoop, store: RoomLogStore, logger: Logger, metrics: DaemonMetrics, limits: DaemonLimits, authorizer: DaemonAuthorizer) throws(UVError) {
         self.loop = loop
@@ -60,6 +68,18 @@ final class RelayDriver {
         for info in store.rooms() {
             var after = info.firstRoomSeq > 0 ? info.firstRoomSeq - 1 : 0
             var restored = 0
+            if info.snapshotUptoRoomSeq > 0 {
+                do {
+                    if let stored = try store.latestSnapshot(room: info.name) {
+                        let record = try RoomSnapshotRecord.decode(stored.payload)
+                        try relay.restore(snapshot: record)
+                        after = max(after, record.throughRoomSeq)
+                    }
+                } catch {
+                    metrics.errors(kind: "restore").increment()
+                    logger.error("room snapshot does not restore; the room starts from its log", ["room": info.name, "error": "\(error)"])
+                }
+            }
             reading: while true {
                 let page: TailPage
                 do {
@@ -163,6 +183,7 @@ final class RelayDriver {
                 note(event)
             }
         }
+        writeDueSnapshots()
         armTimer()
     }
 
@@ -171,6 +192,10 @@ final class RelayDriver {
             let outcome = try store.append(NewBatch(room: record.room, origin: record.origin, originSeq: record.originSeq,
                                                     author: record.authorLabel, receivedAtMs: record.timeMs, payload: record.payload,
                                                     expectedRoomSeq: record.roomSeq))
+            if case .appended = outcome {
+                sinceSnapshot[record.room, default: 0] += 1
+                if sinceSnapshot[record.room] == RelayDriver.snapshotEveryBatches { dueSnapshots.append(record.room) }
+            }
             if case .duplicate(let seq) = outcome {
                 metrics.errors(kind: "store_duplicate").increment()
                 logger.warning("room log already holds this batch", ["room": record.room, "relay": record.roomSeq, "store": seq])
@@ -178,6 +203,28 @@ final class RelayDriver {
         } catch {
             metrics.errors(kind: error.isDiskFull ? "disk_full" : "store_append").increment()
             logger.error("batch not stored; its author gets no acknowledgement", ["room": record.room, "room_seq": record.roomSeq, "error": error])
+        }
+    }
+
+    /// Every output was acted on, so each due room's head is in the store's queue: its
+    /// snapshot covers exactly what the store holds.
+    private func writeDueSnapshots() {
+        guard !dueSnapshots.isEmpty else { return }
+        let rooms = dueSnapshots
+        dueSnapshots = []
+        for room in rooms {
+            sinceSnapshot[room] = 0
+            guard let record = relay.snapshotRecord(room: room) else { continue }
+            var digest: [UInt8] = []
+            for i in 0..<8 { digest.append(UInt8(truncatingIfNeeded: record.digest >> (8 * UInt64(i)))) }
+            do {
+                try store.writeSnapshot(room: room, RoomSnapshot(uptoRoomSeq: record.throughRoomSeq, payload: record.encode(),
+                                                                 digest: digest, createdAtMs: WallClock.milliseconds()))
+                logger.info("room snapshot written", ["room": room, "room_seq": record.throughRoomSeq])
+            } catch {
+                metrics.errors(kind: error.isDiskFull ? "disk_full" : "store_snapshot").increment()
+                logger.error("room snapshot not stored", ["room": room, "error": error])
+            }
         }
     }
 
