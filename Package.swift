@@ -39,9 +39,10 @@ let package = Package(
         .executableTarget(name: "inkwired", dependencies: ["InkDaemon"]),
         .executableTarget(name: "inkwire", dependencies: ["InkCodec", "InkProtocol", "InkUV", "InkDaemon", "InkClient"]),
         .executableTarget(name: "inkwire-sim", dependencies: ["InkSim", "InkProtocol"]),
+        .target(name: "InkBenchSupport", dependencies: ["CENet"], path: "Benchmarks/InkBenchSupport"),
         .executableTarget(
             name: "inkwire-bench",
-            dependencies: ["InkCodec", "InkProtocol", "InkSim", "InkUV", "InkDaemon", "CENet", "InkStore", "InkRelay", "InkClient"],
+            dependencies: ["InkCodec", "InkProtocol", "InkSim", "InkUV", "InkDaemon", "CENet", "InkStore", "InkRelay", "InkClient", "InkBenchSupport"],
             path: "Benchmarks/inkwire-bench"
         ),
 
@@ -57,5 +58,6 @@ let package = Package(
         .testTarget(name: "InkClientTests", dependencies: ["InkClient", "InkRelay", "InkCodec", "InkProtocol"]),
         .testTarget(name: "PurityTests"),
         .testTarget(name: "InkwireBenchTests", dependencies: ["inkwire-bench", "InkSim", "InkProtocol", "InkUV"]),
+        .testTarget(name: "InkBenchSupportTests", dependencies: ["InkBenchSupport"]),
     ]
 )
