@@ -60,3 +60,28 @@ import InkBenchSupport
         #expect(carol.takeReceived().isEmpty)
     }
 }
+
+/// The relay on its own thread, members on the test's thread, as an in-process harness runs it.
+@Test func relayThreadFansOutToEveryOtherMemberInJoinOrder() throws {
+    let relay = try ENetRelayThread()
+    let drawer = try ENetMember(port: relay.port)
+    let watchers = try (0..<3).map { _ in try ENetMember(port: relay.port) }
+    try drawer.join(room: "r")
+    for watcher in watchers { try watcher.join(room: "r") }
+    let batches: [[UInt8]] = (0..<100).map { [UInt8($0), 0xEE, UInt8(255 - $0)] }
+    for batch in batches { try drawer.send(batch: batch) }
+    var delivered: [[[UInt8]]] = Array(repeating: [], count: watchers.count)
+    let deadline = ENetRuntime.nowNanoseconds() + 5_000_000_000
+    while delivered.contains(where: { $0.count < batches.count }), ENetRuntime.nowNanoseconds() < deadline {
+        drawer.service(timeoutMs: 0)
+        for (index, watcher) in watchers.enumerated() {
+            watcher.service(timeoutMs: 1)
+            delivered[index] += watcher.takeReceived().map(\.bytes)
+        }
+    }
+    for received in delivered { #expect(received == batches) }
+    let stats = relay.stop()
+    #expect(stats.joins == 4)
+    #expect(stats.batchesIn == batches.count)
+    #expect(stats.packetsOut == batches.count * watchers.count)
+}
