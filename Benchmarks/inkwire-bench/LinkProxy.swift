@@ -191,6 +191,12 @@ final class LinkProxy {
     }
 
     private func hold(_ datagram: Held) {
+        // Already due and nothing earlier waiting: send now rather than lose up to a millisecond
+        // to the timer's whole-millisecond rounding.
+        if held.isEmpty && datagram.due <= loop.now {
+            transmit(datagram)
+            return
+        }
         // First index whose due time is not later than the new one: the new one goes before it.
         var low = 0, high = held.count
         while low < high {
@@ -215,15 +221,19 @@ final class LinkProxy {
         let now = loop.now
         while let next = held.last, next.due <= now {
             held.removeLast()
-            let sent = (try? next.socket.send(next.bytes, to: next.peer)) != nil
-            switch (next.direction, sent) {
-            case (.toServer, true): toServerCounters.forwarded += 1
-            case (.toServer, false): toServerCounters.sendFailed += 1
-            case (.toClient, true): toClientCounters.forwarded += 1
-            case (.toClient, false): toClientCounters.sendFailed += 1
-            }
+            transmit(next)
         }
         armTimer()
+    }
+
+    private func transmit(_ datagram: Held) {
+        let sent = (try? datagram.socket.send(datagram.bytes, to: datagram.peer)) != nil
+        switch (datagram.direction, sent) {
+        case (.toServer, true): toServerCounters.forwarded += 1
+        case (.toServer, false): toServerCounters.sendFailed += 1
+        case (.toClient, true): toClientCounters.forwarded += 1
+        case (.toClient, false): toClientCounters.sendFailed += 1
+        }
     }
 
     // MARK: report
