@@ -17,7 +17,8 @@ final class NativeTestClient {
     private var liveCodec = BinaryCodecState()
     private var outCodec = BinaryCodecState()
     private(set) var closedByPeer = false
-    let origin = UInt64.random(in: 1...UInt64.max)
+    /// The producer id joins carry (the daemon deduplicates resent batches by it).
+    var origin = UInt64.random(in: 1...UInt64.max)
 
     init(_ transport: Transport, port: UInt16, ipv6: Bool = false) throws {
         self.transport = transport
