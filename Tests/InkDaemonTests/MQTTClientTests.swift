@@ -80,6 +80,25 @@ private func payloads(_ range: ClosedRange<Int>, tag: String) -> [[UInt8]] {
         #expect(watcher.client.connectCount == 2)
     }
 
+    @Test func retriesUntilTheBrokerAppears() throws {
+        guard MQTTBroker.isInstalled else { return }
+        let port = MQTTBroker.freePort()
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let client = try Recorder(loop: loop, port: port, id: "inkwire-test-early")
+        defer { client.client.close() }
+        client.client.start()
+        // Nobody listens yet: refused attempts, retried with backoff, no connect reported.
+        drive(loop, limitMicroseconds: 300_000) { false }
+        #expect(client.connects == 0)
+        #expect(client.client.state != .connected)
+        #expect(client.client.lastError != nil)
+        let broker = try MQTTBroker(port: port)
+        defer { broker.stop() }
+        #expect(drive(loop) { client.connects == 1 }, "last error: \(String(describing: client.client.lastError))")
+        #expect(client.client.lastError == nil)
+    }
+
     /// Publishes probes until the watcher gets one (its subscription is live), then 50 exact
     /// payloads; the watcher must receive exactly those, in order.
     private func sendAfterProbe(_ loop: EventLoop, sender: Recorder, watcher: Recorder, topic: String, tag: String) throws {
