@@ -35,11 +35,19 @@ final class RelayDriver {
     /// Batches stored per room since its last snapshot; rooms due for one, in order.
     private var sinceSnapshot: [String: Int] = [:]
     private var dueSnapshots: [String] = []
+    /// Rooms appended to in the drain under way, and each room's largest stroke count since
+    /// its last snapshot (a board that shrank to half of it was cleared or erased).
+    private var touchedRooms: [String] = []
+    private var peakStrokes: [String: Int] = [:]
 
     /// A room gets a compacted snapshot (`Relay.snapshotRecord`) every this many stored
     /// batches: a restart restores it and reads only the tail after it, and with
     /// `--retain board` the store drops the batches it covers.
     static let snapshotEveryBatches = 4096
+    /// A room whose board fell to half its stroke count (a `clear`, an erase) gets a snapshot
+    /// at once if this many batches came since the last one: what came before is no longer
+    /// needed by a new viewer.
+    static let snapshotAfterShrinkBatches = 16
 
     init(loop: EventLoop, store: RoomLogStore, logger: Logger, metrics: DaemonMetrics, limits: DaemonLimits, authorizer: DaemonAuthorizer) throws(UVError) {
         self.loop = loop
@@ -194,6 +202,7 @@ final class RelayDriver {
                                                     expectedRoomSeq: record.roomSeq))
             if case .appended = outcome {
                 sinceSnapshot[record.room, default: 0] += 1
+                if !touchedRooms.contains(record.room) { touchedRooms.append(record.room) }
                 if sinceSnapshot[record.room] == RelayDriver.snapshotEveryBatches { dueSnapshots.append(record.room) }
             }
             if case .duplicate(let seq) = outcome {
@@ -209,11 +218,22 @@ final class RelayDriver {
     /// Every output was acted on, so each due room's head is in the store's queue: its
     /// snapshot covers exactly what the store holds.
     private func writeDueSnapshots() {
+        for room in touchedRooms {
+            guard let strokes = relay.board(room)?.strokeCount else { continue }
+            let peak = max(peakStrokes[room, default: 0], strokes)
+            peakStrokes[room] = peak
+            if strokes * 2 <= peak, peak > 0, sinceSnapshot[room, default: 0] >= RelayDriver.snapshotAfterShrinkBatches,
+               !dueSnapshots.contains(room) {
+                dueSnapshots.append(room)
+            }
+        }
+        touchedRooms = []
         guard !dueSnapshots.isEmpty else { return }
         let rooms = dueSnapshots
         dueSnapshots = []
         for room in rooms {
             sinceSnapshot[room] = 0
+            peakStrokes[room] = relay.board(room)?.strokeCount ?? 0
             guard let record = relay.snapshotRecord(room: room) else { continue }
             var digest: [UInt8] = []
             for i in 0..<8 { digest.append(UInt8(truncatingIfNeeded: record.digest >> (8 * UInt64(i)))) }
