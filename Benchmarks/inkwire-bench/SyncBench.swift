@@ -5,12 +5,13 @@ import InkProtocol
 import InkRelay
 import InkSim
 
-/// `inkwire-bench sync --points N [--loss-percent P] [--rtt-ms R] [--seed S] [--mode daemon|sim]`:
+/// `inkwire-bench sync --points N [--loss-percent P] [--rtt-ms R] [--seed S] [--mode daemon|sim|daemon-link]`:
 /// a late joiner syncing a board of N points (docs/protocol.md 6). The room is filled first
 /// (not timed); then a fresh client is timed from its join to the sync done with the digest
 /// checked. Loss > 0 runs in the simulator (relay and client cores over an `InkSim` network in
 /// virtual time: both virtual and wall seconds are reported); 0 % runs through the real
-/// `inkwired` on loopback (plain loopback: no RTT can be added there).
+/// `inkwired` on loopback (plain loopback: no RTT can be added there). `--mode daemon-link`
+/// puts `inkwire-bench link` (loss, RTT/2 each way) between the late viewer and the daemon.
 func runSyncBench(_ arguments: [String]) -> Never {
     func option(_ name: String, _ fallback: Int) -> Int {
         guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let value = Int(arguments[index + 1]) else {
@@ -28,12 +29,14 @@ func runSyncBench(_ arguments: [String]) -> Never {
     let result: SyncBenchResult
     if mode == "sim" {
         result = syncBenchSimulated(batches, lossPercent: lossPercent, rttMs: rttMs, seed: seed)
+    } else if mode == "daemon-link" {
+        result = syncBenchDaemon(batches, link: (lossPercent, rttMs, seed))
     } else {
         result = syncBenchDaemon(batches)
     }
     let json: [(String, String)] = [
         ("bench", "\"sync\""), ("mode", "\"\(mode)\""), ("points", "\(points)"), ("loss_percent", "\(lossPercent)"),
-        ("rtt_ms", "\(mode == "sim" ? rttMs : 0)"), ("seconds", fixed(result.seconds)), ("wall_seconds", fixed(result.wallSeconds)),
+        ("rtt_ms", "\(mode == "daemon" ? 0 : rttMs)"), ("seconds", fixed(result.seconds)), ("wall_seconds", fixed(result.wallSeconds)),
         ("bytes", "\(result.bytes)"), ("datagrams", "\(result.datagrams)"), ("retransmissions", "\(result.retransmissions)"),
         ("digest_ok", result.digestOK ? "true" : "false"), ("seed", "\(seed)"),
     ]
@@ -41,7 +44,7 @@ func runSyncBench(_ arguments: [String]) -> Never {
     print("")
     print("| mode | points | loss % | rtt ms | seconds | wall s | bytes | digest |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    print("| \(mode) | \(points) | \(lossPercent) | \(mode == "sim" ? rttMs : 0) | \(fixed(result.seconds)) | \(fixed(result.wallSeconds)) | \(result.bytes) | \(result.digestOK ? "ok" : "MISMATCH") |")
+    print("| \(mode) | \(points) | \(lossPercent) | \(mode == "daemon" ? 0 : rttMs) | \(fixed(result.seconds)) | \(fixed(result.wallSeconds)) | \(result.bytes) | \(result.digestOK ? "ok" : "MISMATCH") |")
     exit(result.digestOK ? 0 : 1)
 }
 

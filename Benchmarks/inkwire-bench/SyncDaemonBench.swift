@@ -115,11 +115,56 @@ private struct SyncBenchDaemon {
     }
 }
 
+/// A free UDP port on 127.0.0.1 (bound, read, closed: the proxy binds it right after).
+private func syncBenchFreePort() -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return UInt16(bigEndian: address.sin_port)
+}
+
+/// `inkwire-bench link` (this executable) between the late viewer and the daemon: loss and
+/// half the RTT each way, seeded.
+private func syncBenchStartLink(forward: UInt16, lossPercent: Int, rttMs: Int, seed: UInt64) -> (pid_t, SocketAddress) {
+    let port = syncBenchFreePort()
+    let argv = ["/proc/self/exe", "link", "--listen", "127.0.0.1:\(port)", "--forward", "127.0.0.1:\(forward)",
+                "--loss-percent", "\(lossPercent)", "--delay-ms", "\(rttMs / 2)", "--seed", "\(seed)"]
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    let cArgs = argv.map { strdup($0) } + [nil]
+    var child = pid_t()
+    let rc = posix_spawn(&child, "/proc/self/exe", &actions, nil, cArgs, environ)
+    cArgs.forEach { free($0) }
+    posix_spawn_file_actions_destroy(&actions)
+    guard rc == 0 else {
+        print("sync bench: cannot start the link proxy: \(String(cString: strerror(rc)))")
+        exit(1)
+    }
+    usleep(300_000)
+    return (child, .loopbackIPv4(port: port))
+}
+
 /// Fills a room of the real daemon from a native teacher (not timed), then times a fresh
-/// viewer from its join to the sync done.
-func syncBenchDaemon(_ batches: [[TimedCommand]]) -> SyncBenchResult {
+/// viewer from its join to the sync done; with `link`, the viewer goes through the
+/// impairment proxy (loss percent, RTT ms, seed).
+func syncBenchDaemon(_ batches: [[TimedCommand]], link: (loss: Int, rtt: Int, seed: UInt64)? = nil) -> SyncBenchResult {
     let daemon = SyncBenchDaemon()
     defer { daemon.stop() }
+    var proxy: pid_t?
+    defer {
+        if let proxy {
+            kill(proxy, SIGTERM)
+            var status: Int32 = 0
+            waitpid(proxy, &status, 0)
+        }
+    }
     do {
         let loop = try EventLoop()
         let teacher = try SyncBenchUDPClient(loop: loop, server: daemon.udp,
@@ -139,8 +184,14 @@ func syncBenchDaemon(_ batches: [[TimedCommand]]) -> SyncBenchResult {
             for e in teacher.events { if case .acknowledged(let o, _) = e { acked = max(acked, o) } }
             teacher.events.removeAll()
         }
+        var viewerTarget = daemon.udp
+        if let link {
+            let (pid, address) = syncBenchStartLink(forward: daemon.udp.port, lossPercent: link.loss, rttMs: link.rtt, seed: link.seed)
+            proxy = pid
+            viewerTarget = address
+        }
         let start = syncBenchClock()
-        let viewer = try SyncBenchUDPClient(loop: loop, server: daemon.udp,
+        let viewer = try SyncBenchUDPClient(loop: loop, server: viewerTarget,
                                             configuration: ClientConfiguration(room: "bench", user: "late", role: .viewer, origin: 2))
         var matches: Bool?
         while matches == nil {
@@ -154,7 +205,7 @@ func syncBenchDaemon(_ batches: [[TimedCommand]]) -> SyncBenchResult {
         }
         let seconds = syncBenchClock() - start
         return SyncBenchResult(seconds: seconds, wallSeconds: seconds, bytes: viewer.bytes, datagrams: viewer.datagrams,
-                               retransmissions: 0, digestOK: matches == true)
+                               retransmissions: viewer.session.linkStats?.retransmissions ?? 0, digestOK: matches == true)
     } catch {
         print("sync bench: \(error)")
         exit(1)
