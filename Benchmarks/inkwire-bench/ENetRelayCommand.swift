@@ -19,6 +19,12 @@ func runENetRelay(_ arguments: [String]) -> Never {
     } catch {
         enetRelayFail("cannot listen on \(listen): \(error)", code: 1)
     }
+    // A parent may have blocked these signals (the mask is inherited); the relay must see them.
+    var stopSignals = sigset_t()
+    sigemptyset(&stopSignals)
+    sigaddset(&stopSignals, SIGINT)
+    sigaddset(&stopSignals, SIGTERM)
+    sigprocmask(SIG_UNBLOCK, &stopSignals, nil)
     signal(SIGINT) { _ in enetRelayStopRequested = 1 }
     signal(SIGTERM) { _ in enetRelayStopRequested = 1 }
     print("ready port=\(relay.port)")
