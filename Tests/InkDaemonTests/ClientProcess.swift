@@ -20,33 +20,9 @@ final class ClientProcess {
         outPath = directory + "/inkwire-\(tag).out"
         errPath = directory + "/inkwire-\(tag).err"
         let argv = [ClientProcess.binaryPath] + arguments
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        let cArgs = argv.map { strdup($0) } + [nil]
-        let environment: [String] = ["PATH=/usr/bin:/bin", "USER=tester"]
-        let cEnv = environment.map { strdup($0) } + [nil]
-        defer {
-            cArgs.forEach { free($0) }
-            cEnv.forEach { free($0) }
-        }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var child = pid_t()
-        let rc = posix_spawn(&child, argv[0], &actions, &attributes, cArgs, cEnv)
-        guard rc == 0 else { throw DaemonProcess.SpawnError(message: "posix_spawn \(argv[0]): \(String(cString: strerror(rc)))") }
-        pid = child
+        pid = try ChildSpawn.spawn(argv, environment: ["PATH": "/usr/bin:/bin", "USER": "tester"], redirects: [
+            (0, .file("/dev/null")), (1, .file(outPath)), (2, .file(errPath)),
+        ])
     }
 
     deinit {

@@ -47,34 +47,9 @@ final class DaemonProcess {
         if !sockets.isEmpty { argv = ["/bin/sh", "-c", "LISTEN_PID=$$ exec \"$0\" \"$@\""] + argv }
         var env = environment
         if env["PATH"] == nil { env["PATH"] = "/usr/bin:/bin" }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 2, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 1, logPath + ".out", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        for (index, fd) in sockets.enumerated() { posix_spawn_file_actions_adddup2(&actions, fd, 3 + Int32(index)) }
-        let cArgs = argv.map { strdup($0) } + [nil]
-        let cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            cArgs.forEach { free($0) }
-            cEnv.forEach { free($0) }
-        }
-        // The test runner's threads may block or ignore signals; the daemon starts clean.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var child = pid_t()
-        let rc = posix_spawn(&child, argv[0], &actions, &attributes, cArgs, cEnv)
-        guard rc == 0 else { throw SpawnError(message: "posix_spawn \(argv[0]): \(String(cString: strerror(rc)))") }
-        pid = child
+        pid = try ChildSpawn.spawn(argv, environment: env, redirects: [
+            (2, .file(logPath)), (1, .file(logPath + ".out")), (0, .file("/dev/null")),
+        ], inherited: sockets)
     }
 
     deinit {

@@ -18,33 +18,11 @@ import Testing
     /// stdout and stderr together.
     static func run(_ argv: [String], environment: [String: String] = [:], scratch: String) throws -> (Int32?, String) {
         let outPath = scratch + "/command-\(UInt32.random(in: 0...UInt32.max)).out"
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
         var env = environment
         if env["PATH"] == nil { env["PATH"] = "/usr/sbin:/usr/bin:/sbin:/bin" }
-        let cArgs = argv.map { strdup($0) } + [nil]
-        let cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            cArgs.forEach { free($0) }
-            cEnv.forEach { free($0) }
-        }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var child = pid_t()
-        let rc = posix_spawn(&child, argv[0], &actions, &attributes, cArgs, cEnv)
-        guard rc == 0 else { throw DaemonProcess.SpawnError(message: "posix_spawn \(argv[0]): \(String(cString: strerror(rc)))") }
+        let child = try ChildSpawn.spawn(argv, environment: env, redirects: [
+            (0, .file("/dev/null")), (1, .file(outPath)), (2, .descriptor(1)),
+        ])
         let deadline = monotonicMicroseconds() + commandLimitMicroseconds
         var status: Int32 = 0
         var code: Int32?
