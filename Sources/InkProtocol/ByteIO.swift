@@ -62,23 +62,12 @@ struct ByteReader {
 
     /// A LEB128 varint of at most `maxBytes` bytes (10 for 64 bits); must fit in 64 bits.
     mutating func readVarint(maxBytes: Int = 10) throws(FrameError) -> UInt64 {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        for count in 0..<maxBytes {
-            guard index < end else { throw .truncated }
-            let b = bytes[index]
-            index += 1
-            let low = UInt64(b & 0x7F)
-            if shift == 63 && low > 1 { throw .varintOverflow }
-            result |= low << shift
-            if b & 0x80 == 0 {
-                // Reject non-minimal encodings so every value has exactly one byte form.
-                if count > 0 && b == 0 { throw .nonMinimalVarint }
-                return result
-            }
-            shift += 7
+        switch LEB128.decode(bytes, at: &index, end: end, maxBytes: maxBytes) {
+        case .value(let v): return v
+        case .truncated: throw .truncated
+        case .overflow: throw .varintOverflow
+        case .nonMinimal: throw .nonMinimalVarint
         }
-        throw .varintOverflow
     }
 
     /// A varint that must fit in 32 bits.
@@ -92,5 +81,38 @@ struct ByteReader {
         guard n >= 0, end - index >= n else { throw .truncated }
         defer { index += n }
         return Array(bytes[index..<index + n])
+    }
+}
+
+/// The one LEB128 varint decoder behind every reader in this module (frames, session
+/// messages); each reader maps the outcome onto its own error type.
+enum LEB128 {
+    enum Outcome: Equatable {
+        case value(UInt64)
+        case truncated
+        /// Longer than `maxBytes` or more than 64 bits.
+        case overflow
+        /// A trailing zero byte: rejected so every value has exactly one byte form.
+        case nonMinimal
+    }
+
+    /// Decodes at `index` (advanced past what was read) without reading at or beyond `end`.
+    static func decode(_ bytes: [UInt8], at index: inout Int, end: Int, maxBytes: Int) -> Outcome {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        for count in 0..<maxBytes {
+            guard index < end else { return .truncated }
+            let b = bytes[index]
+            index += 1
+            let low = UInt64(b & 0x7F)
+            if shift == 63 && low > 1 { return .overflow }
+            result |= low << shift
+            if b & 0x80 == 0 {
+                if count > 0 && b == 0 { return .nonMinimal }
+                return .value(result)
+            }
+            shift += 7
+        }
+        return .overflow
     }
 }

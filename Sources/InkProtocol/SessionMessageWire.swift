@@ -84,22 +84,12 @@ struct MessageReader {
     }
 
     mutating func varint() throws(SessionMessageError) -> UInt64 {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        for count in 0..<10 {
-            guard index < end else { throw .truncated }
-            let b = bytes[index]
-            index += 1
-            let low = UInt64(b & 0x7F)
-            if shift == 63 && low > 1 { throw .varintOverflow }
-            result |= low << shift
-            if b & 0x80 == 0 {
-                if count > 0 && b == 0 { throw .nonMinimalVarint }
-                return result
-            }
-            shift += 7
+        switch LEB128.decode(bytes, at: &index, end: end, maxBytes: 10) {
+        case .value(let v): return v
+        case .truncated: throw .truncated
+        case .overflow: throw .varintOverflow
+        case .nonMinimal: throw .nonMinimalVarint
         }
-        throw .varintOverflow
     }
 
     mutating func varint32(_ field: String) throws(SessionMessageError) -> UInt32 {
