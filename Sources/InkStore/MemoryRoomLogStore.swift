@@ -1,7 +1,7 @@
 /// A `RoomLogStore` in memory, for relay and daemon tests. It shares its caller-side logic with
 /// `SQLiteRoomLogStore`, so both answer the same way; a `Disk` outlives the store object, so a
 /// test can reopen (restart) or drop what was not durable (crash).
-public final class MemoryRoomLogStore: RoomLogStore {
+public final class MemoryRoomLogStore: LogFrontedStore {
     /// What survives a restart: the committed rooms.
     public final class Disk {
         struct Room {
@@ -76,43 +76,20 @@ public final class MemoryRoomLogStore: RoomLogStore {
         }
     }
 
-    private let front: LogFront
     private let pipe: MemoryPipe
 
     /// - Parameter holdDurability: when true, writes become durable only at `flush()` (or
     ///   `commitHeld()`), so a test can check that nothing is acknowledged before that.
     public init(disk: Disk = Disk(), limits: StoreLimits = StoreLimits(), defaultRetention: Retention = .board, holdDurability: Bool = false) {
-        pipe = MemoryPipe(disk: disk, hold: holdDurability)
+        let pipe = MemoryPipe(disk: disk, hold: holdDurability)
+        self.pipe = pipe
         // Loading from memory cannot fail.
-        front = try! LogFront(reader: MemoryReader(disk: disk), pipe: pipe, limits: limits, defaultRetention: defaultRetention)
+        super.init(front: try! LogFront(reader: MemoryReader(disk: disk), pipe: pipe, limits: limits, defaultRetention: defaultRetention))
     }
 
     /// Commits the writes held back by `holdDurability` without waiting for `flush`.
     public func commitHeld() { pipe.commitQueued() }
 
-    public func rooms() -> [RoomInfo] { front.allRooms() }
-    public func room(_ name: String) -> RoomInfo? { front.room(name) }
-    public func createRoom(_ name: String, retention: Retention, nowMs: UInt64) throws(StoreError) -> RoomInfo {
-        try front.createRoom(name, retention: retention, nowMs: nowMs)
-    }
-    public func append(_ batch: NewBatch) throws(StoreError) -> AppendOutcome { try front.append(batch) }
-    public func pollDurable() -> [DurableMark] { front.pollDurable() }
-    public func pollFailures() -> [StoreError] { front.pollFailures() }
-    public func flush() throws(StoreError) { try front.flush() }
-    public func find(room: String, origin: UInt64, originSeq: UInt64) throws(StoreError) -> UInt64? {
-        try front.find(room: room, origin: origin, originSeq: originSeq)
-    }
-    public func readTail(room: String, after: UInt64, maxRecords: Int, maxBytes: Int) throws(StoreError) -> TailPage {
-        try front.readTail(room: room, after: after, maxRecords: maxRecords, maxBytes: maxBytes)
-    }
-    public func latestSnapshot(room: String) throws(StoreError) -> RoomSnapshot? { try front.latestSnapshot(room: room) }
-    public func writeSnapshot(room: String, _ snapshot: RoomSnapshot) throws(StoreError) {
-        try front.writeSnapshot(room: room, snapshot)
-    }
-    public func expireIdleRooms(nowMs: UInt64) throws(StoreError) -> [String] { try front.expireIdleRooms(nowMs: nowMs) }
-    public func deleteRoom(_ name: String) throws(StoreError) { try front.deleteRoom(name) }
-    public var usage: StoreUsage { front.usage }
-    public func close() { front.close() }
 }
 
 /// Commits inline, on the caller's thread.

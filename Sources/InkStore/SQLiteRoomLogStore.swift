@@ -5,7 +5,7 @@
 /// at checkpoints, so a commit that returned can still vanish in a power cut, and the daemon
 /// would have acknowledged a batch it then loses. `off` uses `synchronous=OFF`: commits reach
 /// the OS (they survive `kill -9`), not necessarily the disk.
-public final class SQLiteRoomLogStore: RoomLogStore {
+public final class SQLiteRoomLogStore: LogFrontedStore {
     public struct Options: Sendable {
         public var durability: Durability = .batch
         /// Group commit: at most one commit per interval (`batch`, `off`).
@@ -31,7 +31,6 @@ public final class SQLiteRoomLogStore: RoomLogStore {
     static let walSizeLimitBytes = 8 * 1024 * 1024
 
     public let path: String
-    private let front: LogFront
     private let pipe: WriterThreadPipe
 
     /// Opens (creating if needed) the database at `path` and reloads every room.
@@ -56,13 +55,16 @@ public final class SQLiteRoomLogStore: RoomLogStore {
         try readDB.exec("PRAGMA busy_timeout = \(options.busyTimeoutMs); PRAGMA query_only = 1;")
         let reader = try SQLiteLogReader(db: readDB)
         let writer = try SQLiteLogWriter(db: writeDB)
-        pipe = WriterThreadPipe(writer: writer, durability: options.durability, interval: options.commitInterval, onDurable: options.onDurable)
+        let pipe = WriterThreadPipe(writer: writer, durability: options.durability, interval: options.commitInterval, onDurable: options.onDurable)
+        self.pipe = pipe
+        let front: LogFront
         do {
             front = try LogFront(reader: reader, pipe: pipe, limits: options.limits, defaultRetention: options.defaultRetention)
         } catch {
             pipe.close()
             throw error
         }
+        super.init(front: front)
     }
 
     deinit { front.close() }
@@ -73,27 +75,4 @@ public final class SQLiteRoomLogStore: RoomLogStore {
         return try statement.step() ? statement.string(0).lowercased() : ""
     }
 
-    public func rooms() -> [RoomInfo] { front.allRooms() }
-    public func room(_ name: String) -> RoomInfo? { front.room(name) }
-    public func createRoom(_ name: String, retention: Retention, nowMs: UInt64) throws(StoreError) -> RoomInfo {
-        try front.createRoom(name, retention: retention, nowMs: nowMs)
-    }
-    public func append(_ batch: NewBatch) throws(StoreError) -> AppendOutcome { try front.append(batch) }
-    public func pollDurable() -> [DurableMark] { front.pollDurable() }
-    public func pollFailures() -> [StoreError] { front.pollFailures() }
-    public func flush() throws(StoreError) { try front.flush() }
-    public func find(room: String, origin: UInt64, originSeq: UInt64) throws(StoreError) -> UInt64? {
-        try front.find(room: room, origin: origin, originSeq: originSeq)
-    }
-    public func readTail(room: String, after: UInt64, maxRecords: Int, maxBytes: Int) throws(StoreError) -> TailPage {
-        try front.readTail(room: room, after: after, maxRecords: maxRecords, maxBytes: maxBytes)
-    }
-    public func latestSnapshot(room: String) throws(StoreError) -> RoomSnapshot? { try front.latestSnapshot(room: room) }
-    public func writeSnapshot(room: String, _ snapshot: RoomSnapshot) throws(StoreError) {
-        try front.writeSnapshot(room: room, snapshot)
-    }
-    public func expireIdleRooms(nowMs: UInt64) throws(StoreError) -> [String] { try front.expireIdleRooms(nowMs: nowMs) }
-    public func deleteRoom(_ name: String) throws(StoreError) { try front.deleteRoom(name) }
-    public var usage: StoreUsage { front.usage }
-    public func close() { front.close() }
 }
