@@ -36,6 +36,13 @@ public struct DaemonConfig: Sendable, Equatable {
     public var dataDir = ConfigFlag.defaultDataDir
     public var durability = Durability.batch
     public var retain = Retention.board
+    /// A room's kept history (payload bytes of its stored batches) stays under this; a batch
+    /// past it is refused with `historyFull` (`--max-room-history-bytes`).
+    public var maxRoomHistoryBytes = StoreLimits().maxRoomHistoryBytes
+    /// A room with no batch for this long and no member is deleted (0: never; `--room-idle-expiry`).
+    public var roomIdleExpiryMs = StoreLimits().idleRoomExpiryMs
+    /// Test knob: the store's backlog bound in writes (`--store-backlog-ops`).
+    public var storeBacklogOps: Int?
     public var tokenSecretFile: String?
     public var metrics: SocketAddress?
     public var logLevel = LogLevel.info
@@ -181,6 +188,9 @@ extension DaemonConfig {
             config.logLevel = level
         }
         config.configFile = one("config")
+        config.maxRoomHistoryBytes = try number(one("max-room-history-bytes"), "max-room-history-bytes", 1024...(1 << 40), config.maxRoomHistoryBytes)
+        if let text = one("room-idle-expiry") { config.roomIdleExpiryMs = try duration(text, flag: "room-idle-expiry") }
+        if let text = one("store-backlog-ops") { config.storeBacklogOps = try number(text, "store-backlog-ops", 2...1_000_000, 0) }
         var limits = DaemonLimits()
         limits.maxSessions = try number(one("max-sessions"), "max-sessions", 1...1_000_000, limits.maxSessions)
         limits.maxRooms = try number(one("max-rooms"), "max-rooms", 1...StoreLimits().maxRooms, limits.maxRooms)
@@ -201,6 +211,21 @@ extension DaemonConfig {
             throw ConfigError("--\(flag) '\(text)': expected a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return value
+    }
+
+    /// `90`, `90s`, `15m`, `12h`, `30d` (seconds without a unit), as milliseconds; `0` is never.
+    static func duration(_ text: String, flag: String) throws(ConfigError) -> UInt64 {
+        let units: [Character: UInt64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        var digits = Substring(text)
+        var unit: UInt64 = 1
+        if let last = digits.last, let scale = units[last] {
+            unit = scale
+            digits = digits.dropLast()
+        }
+        guard let value = UInt64(digits), value <= 3650 * 86_400 / unit else {
+            throw ConfigError("--\(flag) '\(text)': expected a duration like 90s, 15m, 12h or 30d (0: never), at most 3650d")
+        }
+        return value * unit * 1000
     }
 
     private static func address(_ text: String, flag: String) throws(ConfigError) -> SocketAddress {

@@ -1,3 +1,5 @@
+import InkStore
+
 /// Every setting of `inkwired`: its flag, its `INKWIRE_*` environment name, its help line.
 /// One table drives parsing, `--help` and the man page, so they cannot disagree.
 public struct ConfigFlag: Sendable {
@@ -40,6 +42,8 @@ public struct ConfigFlag: Sendable {
         ConfigFlag("data-dir", "DIR", "room history directory, SQLite (default \(defaultDataDir))"),
         ConfigFlag("durability", "MODE", "always | batch | off: when a batch counts as durable (default batch)"),
         ConfigFlag("retain", "WHAT", "full | board: keep every batch, or compact to the board (default board)"),
+        ConfigFlag("max-room-history-bytes", "BYTES", "history one room keeps (stored batch payloads); a batch past it is refused (default \(StoreLimits().maxRoomHistoryBytes))"),
+        ConfigFlag("room-idle-expiry", "DURATION", "delete a room with no batch and no member for this long: 90s, 15m, 12h, 30d; 0 never (default 30d)"),
         ConfigFlag("token-secret-file", "FILE", "HMAC-SHA256 secret for join tokens; without it rooms are open (reloaded on SIGHUP)", reloadable: true),
         ConfigFlag("metrics", "HOST:PORT", "serve Prometheus /metrics here (default off)"),
         ConfigFlag("log-level", "LEVEL", "debug | info | notice | warning | error (default info; reloaded on SIGHUP)", reloadable: true),
@@ -57,6 +61,8 @@ public struct ConfigFlag: Sendable {
         // Test knobs: legacy timing (the app's own values are 3 s and 9 s).
         ConfigFlag("legacy-heartbeat-ms", "MS", "legacy heartbeat interval", reloadable: true, hidden: true),
         ConfigFlag("legacy-timeout-ms", "MS", "legacy silent-peer timeout", reloadable: true, hidden: true),
+        // Test knob: the room log's backlog bound in writes (default 65536), to reach it quickly.
+        ConfigFlag("store-backlog-ops", "N", "room log backlog bound in writes", hidden: true),
     ]
 
     public static func named(_ name: String) -> ConfigFlag? { all.first { $0.name == name } }

@@ -51,6 +51,9 @@ public final class Daemon {
         options.durability = config.durability
         options.defaultRetention = config.retain
         options.limits.maxRooms = max(options.limits.maxRooms, config.limits.maxRooms)
+        options.limits.maxRoomHistoryBytes = config.maxRoomHistoryBytes
+        options.limits.idleRoomExpiryMs = config.roomIdleExpiryMs
+        if let ops = config.storeBacklogOps { options.limits.maxPendingOps = ops }
         options.onDurable = { [wakeup] in wakeup.wake() }
         let path = config.dataDir + "/" + SQLiteRoomLogStore.fileName
         do { store = try SQLiteRoomLogStore(path: path, options: options) } catch {
@@ -59,7 +62,8 @@ public final class Daemon {
         logger.info("room log opened", ["path": path, "durability": config.durability.rawValue, "retain": config.retain])
         authorizer = DaemonAuthorizer(verifier: tokenVerifier)
         do {
-            driver = try RelayDriver(loop: loop, store: store, logger: logger, metrics: metrics, limits: config.limits, authorizer: authorizer)
+            driver = try RelayDriver(loop: loop, store: store, logger: logger, metrics: metrics, limits: config.limits, authorizer: authorizer,
+                                 maxRoomHistoryBytes: config.maxRoomHistoryBytes)
         } catch {
             throw ConfigError("relay timer: \(error)")
         }
@@ -131,14 +135,15 @@ public final class Daemon {
     /// The writer thread committed: collect durable marks and failures.
     func storeProgressed() {
         driver.durable(store.pollDurable())
-        for failure in store.pollFailures() {
-            metrics.errors(kind: failure.isDiskFull ? "disk_full" : "store").increment()
-            logger.error("room log write failed; retrying", ["error": failure])
-        }
+        let failures = store.pollFailures()
+        for failure in failures { metrics.errors(kind: failure.isDiskFull ? "disk_full" : "store").increment() }
+        driver.gate.absorb(failures, dataDir: config.dataDir)
+        driver.retryHeldAppends()
     }
 
     private func housekeep() {
         storeProgressed()
+        driver.expireIdleRooms()
         for transport in udp { transport.sampleSessions() }
         refreshGauges()
         let status = statusText()

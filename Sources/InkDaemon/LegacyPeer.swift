@@ -172,6 +172,13 @@ final class LegacyPeer: RelaySessionTransport {
             }
             show(Batch(author: roomBatch.author, commands: batch.commands))
         case .error(let code, _, let text):
+            if code == .historyFull || code == .storageUnavailable {
+                // The app has no way to hear a refusal: close, so its user sees the link drop
+                // rather than strokes that nobody else gets.
+                context.logger.warning("legacy device closed: its batch was refused by the room log", ["room": room, "remote": remote, "code": "\(code)", "text": text])
+                close(reason: "batch refused: \(text)")
+                return
+            }
             context.logger.debug("legacy batch refused", ["remote": remote, "code": "\(code)", "text": text])
         case .batchAck, .member, .syncDone, .goingAway, .unknown:
             break

@@ -39,6 +39,8 @@ final class RelayDriver {
     /// its last snapshot (a board that shrank to half of it was cleared or erased).
     private var touchedRooms: [String] = []
     private var peakStrokes: [String: Int] = [:]
+    /// Appends to the store, holds what a full backlog refuses, answers the relay's admission.
+    let gate: StoreGate
 
     /// A room gets a compacted snapshot (`Relay.snapshotRecord`) every this many stored
     /// batches: a restart restores it and reads only the tail after it, and with
@@ -49,7 +51,8 @@ final class RelayDriver {
     /// needed by a new viewer.
     static let snapshotAfterShrinkBatches = 16
 
-    init(loop: EventLoop, store: RoomLogStore, logger: Logger, metrics: DaemonMetrics, limits: DaemonLimits, authorizer: DaemonAuthorizer) throws(UVError) {
+    init(loop: EventLoop, store: RoomLogStore, logger: Logger, metrics: DaemonMetrics, limits: DaemonLimits, authorizer: DaemonAuthorizer,
+         maxRoomHistoryBytes: Int = StoreLimits().maxRoomHistoryBytes) throws(UVError) {
         self.loop = loop
         self.store = store
         self.logger = logger
@@ -62,6 +65,9 @@ final class RelayDriver {
         let wallAtZero = WallClock.milliseconds() &- loop.now / 1000
         relay = Relay(configuration: RelayConfiguration(limits: relayLimits, wallClockAtZeroMs: wallAtZero), authorizer: authorizer)
         timer = try LoopTimer(loop: loop)
+        gate = StoreGate(store: store, logger: logger, metrics: StoreMetrics(registry: metrics.registry), maxRoomHistoryBytes: maxRoomHistoryBytes)
+        relay.admission = gate
+        gate.compactRoom = { [weak self] room in self?.compactNow(room) }
     }
 
     var now: Instant { Instant(microseconds: loop.now) }
@@ -196,23 +202,58 @@ final class RelayDriver {
     }
 
     private func append(_ record: RelayRecord) {
-        do {
-            let outcome = try store.append(NewBatch(room: record.room, origin: record.origin, originSeq: record.originSeq,
-                                                    author: record.authorLabel, receivedAtMs: record.timeMs, payload: record.payload,
-                                                    expectedRoomSeq: record.roomSeq))
-            if case .appended = outcome {
-                sinceSnapshot[record.room, default: 0] += 1
-                if !touchedRooms.contains(record.room) { touchedRooms.append(record.room) }
-                if sinceSnapshot[record.room] == RelayDriver.snapshotEveryBatches { dueSnapshots.append(record.room) }
-            }
-            if case .duplicate(let seq) = outcome {
-                metrics.errors(kind: "store_duplicate").increment()
-                logger.warning("room log already holds this batch", ["room": record.room, "relay": record.roomSeq, "store": seq])
-            }
-        } catch {
-            metrics.errors(kind: error.isDiskFull ? "disk_full" : "store_append").increment()
-            logger.error("batch not stored; its author gets no acknowledgement", ["room": record.room, "room_seq": record.roomSeq, "error": error])
+        switch gate.append(record) {
+        case .appended?:
+            noteAppended(record.room)
+        case .duplicate(let seq)?:
+            metrics.errors(kind: "store_duplicate").increment()
+            logger.warning("room log already holds this batch", ["room": record.room, "relay": record.roomSeq, "store": seq])
+        case nil:
+            break  // held for a full backlog (appended later) or failed (logged by the gate)
         }
+    }
+
+    private func noteAppended(_ room: String) {
+        sinceSnapshot[room, default: 0] += 1
+        if !touchedRooms.contains(room) { touchedRooms.append(room) }
+        if sinceSnapshot[room] == RelayDriver.snapshotEveryBatches { dueSnapshots.append(room) }
+    }
+
+    /// The store progressed (a commit, or the housekeeping tick): append what it refused before.
+    func retryHeldAppends() {
+        guard gate.isHolding else { return }
+        for room in gate.retryHeld() { noteAppended(room) }
+        writeDueSnapshots()
+    }
+
+    /// Deletes the history of rooms idle past `--room-idle-expiry` that nobody is in (the
+    /// store's `lastActivityMs`: the last batch), and forgets them.
+    func expireIdleRooms() {
+        let expired: [String]
+        do {
+            expired = try store.expireIdleRooms(nowMs: WallClock.milliseconds(), sparing: { [relay, gate] room in
+                !relay.sessions(in: room).isEmpty || gate.isHolding(room: room)
+            })
+        } catch {
+            logger.warning("idle room expiry failed", ["error": error])
+            return
+        }
+        for room in expired {
+            relay.forgetRoom(room)
+            sinceSnapshot[room] = nil
+            peakStrokes[room] = nil
+            dueSnapshots.removeAll { $0 == room }
+            gate.metrics.roomsExpired.increment()
+            logger.notice("room expired: idle, its history deleted", ["room": room])
+        }
+    }
+
+    /// Snapshots `room` now (its history reached the size limit: with `--retain board` the
+    /// snapshot drops the batches it covers).
+    private func compactNow(_ room: String) {
+        guard sinceSnapshot[room, default: 0] > 0, !gate.isHolding else { return }
+        if !dueSnapshots.contains(room) { dueSnapshots.append(room) }
+        writeDueSnapshots()
     }
 
     /// Every output was acted on, so each due room's head is in the store's queue: its
@@ -228,7 +269,8 @@ final class RelayDriver {
             }
         }
         touchedRooms = []
-        guard !dueSnapshots.isEmpty else { return }
+        // A held record is not in the store yet: a snapshot of the relay's head would pass it.
+        guard !dueSnapshots.isEmpty, !gate.isHolding else { return }
         let rooms = dueSnapshots
         dueSnapshots = []
         for room in rooms {

@@ -112,6 +112,12 @@ public enum SessionErrorCode: UInt16, Hashable, Sendable {
     case unknownMember = 7
     /// `originSeq` must be at least 1.
     case invalidOriginSeq = 8
+    /// The room's kept history reached the daemon's size limit (`--max-room-history-bytes`);
+    /// the batch was not relayed. Lasting: a teacher's `clear` (with `--retain board`) frees it.
+    case historyFull = 9
+    /// The daemon cannot store the batch now (full disk, storage failing and its backlog full);
+    /// the batch was not relayed. Passing: send it again later.
+    case storageUnavailable = 10
 }
 
 /// Why the daemon ends a session. Raw values are the wire values.

@@ -68,6 +68,8 @@ public final class Relay {
     public let configuration: RelayConfiguration
     var limits: RelayLimits { configuration.limits }
     let authorizer: any JoinAuthorizer
+    /// Asked before a batch is numbered (the daemon's storage limits); nil admits all.
+    public weak var admission: (any BatchAdmission)?
 
     var rooms: [String: RoomState] = [:]
     var sessions: [SessionID: SessionState] = [:]

@@ -52,6 +52,12 @@ extension Relay {
             refuse(session, .malformedBatch, originSeq: originSeq, text: "batch cannot be re-encoded")
             return
         }
+        if let refusal = admission?.admit(room: m.room, bytes: canonical.count) {
+            // Not the device's fault: not counted against `maxErrorsPerSession`.
+            event(.batchRefused(session: session, refusal.code))
+            send(session, .error(refusal.code, originSeq: originSeq, text: refusal.text))
+            return
+        }
         let seq = room.head + 1
         let record = RelayRecord(room: m.room, roomSeq: seq, author: m.author, user: m.user, origin: m.origin,
                                  originSeq: originSeq, timeMs: wallMs(now), payload: canonical)

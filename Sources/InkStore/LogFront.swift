@@ -117,12 +117,13 @@ final class LogFront {
         enqueue(.deleteRoom(roomId: room.id))
     }
 
-    func expireIdleRooms(nowMs: UInt64) throws(StoreError) -> [String] {
+    func expireIdleRooms(nowMs: UInt64, sparing: (String) -> Bool) throws(StoreError) -> [String] {
         try checkOpen()
         absorb()
         guard limits.idleRoomExpiryMs > 0 else { return [] }
         let idle = rooms.values.filter { room in
             room.pendingOps == 0 && nowMs >= room.info.lastActivityMs && nowMs - room.info.lastActivityMs >= limits.idleRoomExpiryMs
+                && !sparing(room.info.name)
         }.map(\.info.name).sorted()
         for name in idle { try deleteRoom(name) }
         counters.expiredRooms += UInt64(idle.count)

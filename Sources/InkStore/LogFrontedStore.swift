@@ -25,7 +25,9 @@ public class LogFrontedStore: RoomLogStore {
     public func writeSnapshot(room: String, _ snapshot: RoomSnapshot) throws(StoreError) {
         try front.writeSnapshot(room: room, snapshot)
     }
-    public func expireIdleRooms(nowMs: UInt64) throws(StoreError) -> [String] { try front.expireIdleRooms(nowMs: nowMs) }
+    public func expireIdleRooms(nowMs: UInt64, sparing: (String) -> Bool) throws(StoreError) -> [String] {
+        try front.expireIdleRooms(nowMs: nowMs, sparing: sparing)
+    }
     public func deleteRoom(_ name: String) throws(StoreError) { try front.deleteRoom(name) }
     public var usage: StoreUsage { front.usage }
     public func close() { front.close() }

@@ -46,8 +46,9 @@ public protocol RoomLogStore: AnyObject {
     /// are deleted in the same transaction.
     func writeSnapshot(room: String, _ snapshot: RoomSnapshot) throws(StoreError)
 
-    /// Deletes rooms idle for `StoreLimits.idleRoomExpiryMs` with nothing pending; returns their names, sorted.
-    func expireIdleRooms(nowMs: UInt64) throws(StoreError) -> [String]
+    /// Deletes rooms idle for `StoreLimits.idleRoomExpiryMs` with nothing pending, except those
+    /// `sparing` names (the daemon spares rooms with members); returns their names, sorted.
+    func expireIdleRooms(nowMs: UInt64, sparing: (String) -> Bool) throws(StoreError) -> [String]
 
     /// Deletes a room and its history.
     func deleteRoom(_ name: String) throws(StoreError)
@@ -56,4 +57,11 @@ public protocol RoomLogStore: AnyObject {
 
     /// Flushes what it can and releases the storage; later calls throw `closed`.
     func close()
+}
+
+extension RoomLogStore {
+    /// Deletes every room idle for `StoreLimits.idleRoomExpiryMs` with nothing pending.
+    public func expireIdleRooms(nowMs: UInt64) throws(StoreError) -> [String] {
+        try expireIdleRooms(nowMs: nowMs, sparing: { _ in false })
+    }
 }
