@@ -1,0 +1,158 @@
+import Glibc
+import InkUV
+
+/// The real `inkwired` (the release binary next to this executable, or next to the test
+/// bundle) on 127.0.0.1 port 0 with a scratch data directory, and what /proc says it costs.
+final class FanoutDaemon {
+    let pid: pid_t
+    let directory: String
+    let udp: SocketAddress
+    /// Where the daemon's stderr goes (kept when the run fails).
+    let logPath: String
+
+    /// Bound on waiting for the daemon's ready line.
+    static let readyLimitMicroseconds: UInt64 = 20_000_000
+
+    struct StartFailure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The `inkwired` binary in the directory of the running executable.
+    static var binaryPath: String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        let exe = String(decoding: buffer[..<max(count, 0)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return exe.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/") + "/inkwired"
+    }
+
+    /// Starts `inkwired` with limits raised for `sessions` sessions in `rooms` rooms of
+    /// `members`, plus `extraArguments`, and waits for its ready line.
+    init(sessions: Int, rooms: Int, members: Int, extraArguments: [String] = []) throws {
+        let binary = FanoutDaemon.binaryPath
+        var template = Array("/tmp/inkwire-bench-fanout-XXXXXX".utf8CString)
+        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else { throw StartFailure(description: "mkdtemp failed") }
+        directory = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        logPath = directory + "/stderr.log"
+        let argv = [binary, "--udp", "127.0.0.1:0", "--tcp", "off", "--data-dir", directory + "/data",
+                    "--max-sessions", "\(sessions + 1024)", "--max-rooms", "\(max(rooms + 16, 1024))",
+                    "--max-members", "\(max(members + 8, 256))", "--new-sessions-per-second", "100000",
+                    "--log-level", "warning"] + extraArguments
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 2, logPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        let cArgs = argv.map { strdup($0) } + [nil]
+        var child = pid_t()
+        let rc = posix_spawn(&child, binary, &actions, nil, cArgs, environ)
+        cArgs.forEach { free($0) }
+        posix_spawn_file_actions_destroy(&actions)
+        guard rc == 0 else { throw StartFailure(description: "cannot start \(binary): \(String(cString: strerror(rc)))") }
+        pid = child
+        let limit = EventLoopClock.microseconds() + FanoutDaemon.readyLimitMicroseconds
+        var found: SocketAddress?
+        while found == nil && EventLoopClock.microseconds() < limit {
+            usleep(5_000)
+            var status: Int32 = 0
+            if waitpid(child, &status, WNOHANG) == child {
+                throw StartFailure(description: "inkwired exited at start (log \(logPath)): \(FanoutDaemon.tail(logPath))")
+            }
+            guard let text = FanoutDaemon.read(logPath) else { continue }
+            for line in text.split(separator: "\n") where line.contains("msg=\"ready\"") {
+                guard let range = line.range(of: " udp=") else { continue }
+                let value = line[range.upperBound...].prefix { $0 != " " }.filter { $0 != "\"" }
+                if let port = value.split(separator: ":").last.flatMap({ UInt16($0) }) { found = .loopbackIPv4(port: port) }
+            }
+        }
+        guard let found else {
+            kill(child, SIGKILL)
+            var status: Int32 = 0
+            waitpid(child, &status, 0)
+            throw StartFailure(description: "inkwired did not get ready (log \(logPath))")
+        }
+        udp = found
+    }
+
+    /// User plus system CPU seconds of the daemon so far (every thread), from /proc/PID/stat.
+    var cpuSeconds: Double { FanoutDaemon.cpuSeconds(pid: pid) }
+
+    /// Peak resident set (VmHWM) in MB.
+    var peakRSSMegabytes: Double {
+        guard let text = FanoutDaemon.read("/proc/\(pid)/status") else { return 0 }
+        for line in text.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            let kb = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Double($0) } ?? 0
+            return kb / 1024
+        }
+        return 0
+    }
+
+    /// SIGTERM, wait, remove the scratch directory (unless `keepLog`).
+    func stop(keepLog: Bool = false) {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        let limit = EventLoopClock.microseconds() + 10_000_000
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if EventLoopClock.microseconds() > limit {
+                kill(pid, SIGKILL)
+                waitpid(pid, &status, 0)
+                break
+            }
+            usleep(10_000)
+        }
+        guard !keepLog else { return }
+        var rm = pid_t()
+        let argv: [String] = ["/bin/rm", "-rf", directory]
+        let args = argv.map { strdup($0) } + [nil]
+        if posix_spawn(&rm, "/bin/rm", nil, nil, args, environ) == 0 { waitpid(rm, &status, 0) }
+        args.forEach { free($0) }
+    }
+
+    /// utime + stime of a process (fields 14 and 15 of /proc/PID/stat, after the command name).
+    static func cpuSeconds(pid: pid_t) -> Double {
+        guard let text = read("/proc/\(pid)/stat"), let close = text.lastIndex(of: ")") else { return 0 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // fields[0] is the state (field 3); utime is field 14, stime field 15.
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Datagrams the kernel dropped on the UDP sockets bound to `ports` (receive buffer full),
+    /// from the last column of /proc/net/udp.
+    static func udpDrops(ports: Set<UInt16>) -> Int {
+        guard let text = read("/proc/net/udp") else { return 0 }
+        var drops = 0
+        for line in text.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            guard fields.count > 12, let port = fields[1].split(separator: ":").last.flatMap({ UInt16($0, radix: 16) }),
+                  ports.contains(port), let n = Int(fields[fields.count - 1]) else { continue }
+            drops += n
+        }
+        return drops
+    }
+
+    static func read(_ path: String) -> String? {
+        guard let file = fopen(path, "r") else { return nil }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = fread(&chunk, 1, chunk.count, file)
+            if n <= 0 { break }
+            bytes += chunk[..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func tail(_ path: String) -> String {
+        String((read(path) ?? "").suffix(600))
+    }
+}
+
+/// The monotonic clock the benchmark measures with (µs), the one `EventLoop.now` reads.
+enum EventLoopClock {
+    static func microseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000 + UInt64(ts.tv_nsec) / 1000
+    }
+}

@@ -1,0 +1,285 @@
+import Glibc
+import InkCodec
+import InkProtocol
+import InkUV
+
+/// One fanout run's shape.
+struct FanoutShape {
+    var rooms: Int
+    var members: Int
+    var warmupSeconds: Double = 2
+    var durationSeconds: Double = 60
+    /// Watchers sharing one client socket (the daemon routes by connection id, not address).
+    var sessionsPerSocket = 50
+    /// New watcher sessions opened per second during the join phase.
+    var joinsPerSecond = 2000
+    var sessions: Int { rooms * members }
+}
+
+/// What one run measured.
+struct FanoutResult {
+    var shape: FanoutShape
+    var cpuPercent = 0.0
+    var rssMegabytes = 0.0
+    var addedP50Ms = 0.0
+    var addedP99Ms = 0.0
+    var addedP999Ms = 0.0
+    var addedMaxMs = 0.0
+    var completeness = 0.0
+    var generatorCPUPercent = 0.0
+    var deliveries = 0
+    var batches = 0
+    var errors = 0
+    var joinSeconds = 0.0
+    /// Datagrams the kernel dropped on a full receive buffer: the daemon's socket, the load's.
+    var daemonDrops = 0
+    var generatorDrops = 0
+    var failure: String?
+
+    var json: String {
+        let fields: [(String, String)] = [
+            ("bench", "\"fanout\""), ("sessions", "\(shape.sessions)"), ("rooms", "\(shape.rooms)"), ("members", "\(shape.members)"),
+            ("duration_s", fanoutFixed(shape.durationSeconds, 1)), ("cpu_percent", fanoutFixed(cpuPercent, 1)), ("rss_mb", fanoutFixed(rssMegabytes, 1)),
+            ("added_p50_ms", fanoutFixed(addedP50Ms, 2)), ("added_p99_ms", fanoutFixed(addedP99Ms, 2)), ("added_p999_ms", fanoutFixed(addedP999Ms, 2)),
+            ("added_max_ms", fanoutFixed(addedMaxMs, 2)), ("completeness", fanoutFixed(completeness, 6)), ("deliveries", "\(deliveries)"),
+            ("batches", "\(batches)"), ("errors", "\(errors)"), ("generator_cpu_percent", fanoutFixed(generatorCPUPercent, 1)),
+            ("join_s", fanoutFixed(joinSeconds, 2)),
+            ("daemon_udp_drops", "\(daemonDrops)"), ("generator_udp_drops", "\(generatorDrops)"),
+        ] + (failure.map { [("failure", "\"\($0.filter { $0 != "\"" && $0 != "\\" })\"")] } ?? [])
+        return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+    }
+}
+
+func fanoutFixed(_ v: Double, _ digits: Int) -> String {
+    var scale = 1.0
+    for _ in 0..<digits { scale *= 10 }
+    let r = (v * scale).rounded() / scale
+    var text = "\(r)"
+    if text.hasSuffix(".0") && digits == 0 { text.removeLast(2) }
+    if text.contains("e") { text = "\(Int(r))" }
+    return text
+}
+
+/// The load generator of `inkwire-bench fanout`: one drawer per room playing the workload at
+/// lesson rate, the other members watching, all over native UDP sessions on one libuv loop.
+/// Watchers share sockets (`sessionsPerSocket` each), found again by connection id; every
+/// session's ARQ deadline sits in one timer wheel.
+final class FanoutLoad {
+    let loop: EventLoop
+    let wheel: FanoutWheel
+    private let shape: FanoutShape
+    private let workload: FanoutWorkload
+    private let server: SocketAddress
+    private var drawers: [FanoutDrawer] = []
+    private var watchers: [FanoutWatcher] = []
+    private var sockets: [UDPSocket] = []
+    private var ticker: LoopTimer?
+    /// High bits of every watcher's connection id (the low 24 bits are its index).
+    private let connectionBase: UInt64
+    private var joinedWatchers = 0
+    /// Per room: the workload index of each batch sent (room sequence number - 1) and when
+    /// it was handed to the drawer's socket.
+    private var sentBatch: [[Int32]]
+    private var sentAt: [[UInt64]]
+    private var histogram = FanoutHistogram()
+    private var deliveries = 0
+    private var drawing = false
+    private var drawStart: UInt64 = 0
+    private var windowStart = UInt64.max
+    private var windowEnd = UInt64.max
+
+    static let watcherIndexBits = 24
+
+    init(shape: FanoutShape, workload: FanoutWorkload, server: SocketAddress, seed: UInt64) throws {
+        self.shape = shape
+        self.workload = workload
+        self.server = server
+        loop = try EventLoop()
+        wheel = FanoutWheel(nowMicroseconds: loop.now)
+        connectionBase = ((seed & 0xFF_FFFF) | 0x100_0000) << UInt64(FanoutLoad.watcherIndexBits + 8)
+        sentBatch = Array(repeating: [], count: shape.rooms)
+        sentAt = Array(repeating: [], count: shape.rooms)
+    }
+
+    func roomName(_ room: Int) -> String { "room-\(room)" }
+    func connectionID(drawer room: Int) -> UInt64 { connectionBase | (1 << UInt64(FanoutLoad.watcherIndexBits)) | UInt64(room) }
+
+    // MARK: callbacks from members
+
+    func watcherJoined() { joinedWatchers += 1 }
+
+    func matches(room: Int, roomSeq: UInt64, commands: [TimedCommand]) -> Bool {
+        let index = Int(roomSeq) - 1
+        guard index < sentBatch[room].count else { return false }
+        return workload.batches[Int(sentBatch[room][index])] == commands
+    }
+
+    func delivered(room: Int, roomSeq: UInt64, at now: UInt64) {
+        deliveries += 1
+        let sent = sentAt[room][Int(roomSeq) - 1]
+        if sent >= windowStart && sent < windowEnd { histogram.record(now >= sent ? now - sent : 0) }
+    }
+
+    // MARK: the run
+
+    /// Joins everyone, draws for warm-up plus duration, drains, and measures `daemon`.
+    func run(daemon: FanoutDaemon, progress: (String) -> Void) -> FanoutResult {
+        var result = FanoutResult(shape: shape)
+        defer { close() }
+        do {
+            let ticker = try LoopTimer(loop: loop)
+            ticker.start(afterMicroseconds: 1000, repeatingEveryMicroseconds: 1000) { [unowned self] in self.tick() }
+            self.ticker = ticker
+            let joinStart = loop.now
+            for room in 0..<shape.rooms {
+                let phase = UInt64(room) * workload.loopMicroseconds / UInt64(max(shape.rooms, 1))
+                drawers.append(try FanoutDrawer(room: room, server: server, schedule: FanoutSchedule(workload: workload, phase: phase),
+                                                load: self, now: loop.now))
+            }
+            guard runUntil(limit: 20_000_000, { self.drawers.allSatisfy(\.joined) }) else {
+                result.failure = "drawers did not join"
+                return result
+            }
+            try openWatchers(progress: progress)
+            let watcherCount = shape.rooms * (shape.members - 1)
+            let joinLimit = UInt64(30_000_000 + watcherCount * 1_000_000 / max(shape.joinsPerSecond, 1))
+            guard runUntil(limit: joinLimit, { self.joinedWatchers >= watcherCount }) else {
+                result.failure = "only \(joinedWatchers) of \(watcherCount) watchers joined"
+                return result
+            }
+            result.joinSeconds = Double(loop.now - joinStart) / 1e6
+            progress("joined \(shape.sessions) sessions in \(fanoutFixed(result.joinSeconds, 1)) s")
+            // Let the join traffic (member lists) settle before drawing.
+            _ = runUntil(limit: 1_000_000, { false })
+
+            drawStart = loop.now
+            drawing = true
+            windowStart = drawStart + UInt64(shape.warmupSeconds * 1e6)
+            windowEnd = windowStart + UInt64(shape.durationSeconds * 1e6)
+            _ = runUntil(limit: windowStart - loop.now, { false })
+            let daemonCPU0 = daemon.cpuSeconds
+            let ownCPU0 = FanoutDaemon.cpuSeconds(pid: getpid())
+            let wall0 = loop.now
+            var lastProgress = wall0
+            _ = runUntil(limit: windowEnd - loop.now) {
+                if self.loop.now - lastProgress >= 10_000_000 {
+                    lastProgress = self.loop.now
+                    progress("\(Int((self.loop.now - wall0) / 1_000_000)) s of \(Int(self.shape.durationSeconds)) s, \(self.deliveries) deliveries")
+                }
+                return false
+            }
+            let wall = Double(loop.now - wall0) / 1e6
+            result.cpuPercent = (daemon.cpuSeconds - daemonCPU0) / wall * 100
+            result.generatorCPUPercent = (FanoutDaemon.cpuSeconds(pid: getpid()) - ownCPU0) / wall * 100
+            drawing = false
+            // Drain: every watcher reaches its room's last batch, every drawer its last ack.
+            _ = runUntil(limit: 5_000_000) {
+                self.watchers.allSatisfy { $0.nextRoomSeq > UInt64(self.sentAt[$0.room].count) }
+                    && self.drawers.allSatisfy { $0.acknowledged >= UInt64(self.sentAt[$0.room].count) }
+            }
+            result.rssMegabytes = daemon.peakRSSMegabytes
+            result.daemonDrops = FanoutDaemon.udpDrops(ports: [server.port])
+            let own = Set((sockets + drawers.map(\.socket)).compactMap { try? $0.localAddress.port })
+            result.generatorDrops = FanoutDaemon.udpDrops(ports: own)
+        } catch {
+            result.failure = "\(error)"
+            return result
+        }
+        var expected = 0
+        var received = 0
+        for w in watchers {
+            let sent = sentAt[w.room].count
+            expected += sent
+            received += min(Int(w.nextRoomSeq) - 1, sent)
+            result.errors += w.errors
+        }
+        for d in drawers where d.acknowledged < UInt64(sentAt[d.room].count) { result.errors += 1 }
+        result.errors += drawers.reduce(0) { $0 + $1.errors }
+        result.completeness = expected == 0 ? 0 : Double(received) / Double(expected)
+        if result.errors > 0 { result.completeness = min(result.completeness, Double(received - result.errors) / Double(max(expected, 1))) }
+        result.deliveries = deliveries
+        result.batches = sentAt.reduce(0) { $0 + $1.count }
+        result.addedP50Ms = histogram.quantileMs(0.5)
+        result.addedP99Ms = histogram.quantileMs(0.99)
+        result.addedP999Ms = histogram.quantileMs(0.999)
+        result.addedMaxMs = Double(histogram.maximum) / 1000
+        return result
+    }
+
+    /// Opens the watchers at `joinsPerSecond`, `sessionsPerSocket` to a socket.
+    private func openWatchers(progress: (String) -> Void) throws {
+        let perRoom = shape.members - 1
+        let total = shape.rooms * perRoom
+        let start = loop.now
+        var opened = 0
+        var failure: Error?
+        _ = runUntil(limit: UInt64(60_000_000 + total * 2_000_000 / max(shape.joinsPerSecond, 1))) {
+            let due = min(total, Int((self.loop.now - start) * UInt64(self.shape.joinsPerSecond) / 1_000_000) + 1)
+            while opened < due && failure == nil {
+                do {
+                    if opened % self.shape.sessionsPerSocket == 0 { try self.openSocket() }
+                    // Round robin over rooms, so every room fills at the same pace.
+                    let room = opened % self.shape.rooms
+                    let member = opened / self.shape.rooms
+                    self.watchers.append(FanoutWatcher(room: room, user: "w\(member)", origin: UInt64(opened + 1),
+                                                       connectionID: self.connectionBase | UInt64(opened), socket: self.sockets.last!,
+                                                       load: self, now: self.loop.now))
+                } catch {
+                    failure = error
+                }
+                opened += 1
+            }
+            return opened >= total || failure != nil
+        }
+        if let failure { throw failure }
+    }
+
+    private func openSocket() throws {
+        let socket = try UDPSocket(loop: loop, bindTo: .loopbackIPv4(port: 0))
+        try socket.connect(to: server)
+        try? socket.setReceiveBufferSize(2 << 20)
+        let base = connectionBase
+        let mask = UInt64(1) << UInt64(FanoutLoad.watcherIndexBits) - 1
+        try socket.startReceiving { [unowned self] buffer, _ in
+            let datagram = Array(buffer)
+            guard let id = FrameCodec.connectionID(of: datagram), id & ~mask == base else { return }
+            let index = Int(id & mask)
+            guard index < self.watchers.count else { return }
+            self.watchers[index].receive(datagram, now: self.loop.now)
+        }
+        sockets.append(socket)
+    }
+
+    /// Runs the loop until `done` or `limit` µs pass; false on the limit.
+    private func runUntil(limit: UInt64, _ done: () -> Bool) -> Bool {
+        let end = loop.now + limit
+        while loop.now < end {
+            if done() { return true }
+            _ = loop.runOnce()
+        }
+        return done()
+    }
+
+    /// Every millisecond: ARQ deadlines, then batches that fell due.
+    private func tick() {
+        let now = loop.now
+        wheel.advance(now: now)
+        guard drawing else { return }
+        let elapsed = now - drawStart
+        for drawer in drawers {
+            while let commands = drawer.schedule.due(elapsed: elapsed) {
+                let index = drawer.schedule.next - 1
+                guard let handedAt = drawer.draw(commands, now: loop.now) else { break }
+                sentBatch[drawer.room].append(Int32(index))
+                sentAt[drawer.room].append(handedAt)
+            }
+        }
+    }
+
+    private func close() {
+        ticker?.close()
+        for d in drawers { d.close() }
+        for s in sockets { s.close() }
+        loop.shutdown()
+    }
+}
