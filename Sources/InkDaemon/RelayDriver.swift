@@ -263,7 +263,12 @@ final class RelayDriver {
             guard let strokes = relay.board(room)?.strokeCount else { continue }
             let peak = max(peakStrokes[room, default: 0], strokes)
             peakStrokes[room] = peak
-            if strokes * 2 <= peak, peak > 0, sinceSnapshot[room, default: 0] >= RelayDriver.snapshotAfterShrinkBatches,
+            // Half the board gone (a clear), or half the points logged since the last snapshot
+            // deleted again (clears, erases, undone strokes a new stroke made unredoable).
+            let garbage = relay.garbageSinceSnapshot(room) ?? RoomGarbage()
+            let shrank = strokes * 2 <= peak && peak > 0
+            let wasted = garbage.discardedPoints > 0 && garbage.discardedPoints * 2 >= garbage.loggedPoints
+            if shrank || wasted, sinceSnapshot[room, default: 0] >= RelayDriver.snapshotAfterShrinkBatches,
                !dueSnapshots.contains(room) {
                 dueSnapshots.append(room)
             }

@@ -62,7 +62,7 @@ extension Relay {
         let record = RelayRecord(room: m.room, roomSeq: seq, author: m.author, user: m.user, origin: m.origin,
                                  originSeq: originSeq, timeMs: wallMs(now), payload: canonical)
         room.head = seq
-        room.board.apply(batch)
+        room.fold(batch)
         room.tail.append(TailEntry(record: record, batch: batch))
         room.noteOrigin(m.origin, originSeq: originSeq, roomSeq: seq, limit: limits.maxOriginsPerRoom)
         if let dropped = room.pushPendingAck(PendingAck(roomSeq: seq, origin: m.origin, originSeq: originSeq), limit: limits.maxPendingAcks) {
@@ -121,7 +121,7 @@ extension Relay {
         let batch = Batch(author: record.author, commands: decoded.commands)
         room.head = record.roomSeq
         room.durable = record.roomSeq
-        room.board.apply(batch)
+        room.fold(batch)
         room.tail.append(TailEntry(record: record, batch: batch))
         if room.users[record.user] == nil {
             room.users[record.user] = RoomUser(author: record.author, name: record.user)

@@ -182,9 +182,10 @@ private struct RecordReader {
 extension Relay {
     /// The room compacted at its head, for the store (`nil` for an unknown room). Call it when
     /// the daemon compacts (e.g. after a `clear`, or every so many batches); it costs one
-    /// snapshot of the board.
+    /// snapshot of the board, and starts `garbageSinceSnapshot` afresh.
     public func snapshotRecord(room name: String) -> RoomSnapshotRecord? {
         guard let room = rooms[name] else { return nil }
+        room.garbage = RoomGarbage()
         var batches: [[UInt8]] = []
         for batch in room.board.snapshotBatches(maxCommandsPerBatch: limits.snapshotCommandsPerBatch) {
             var state = BinaryCodecState()

@@ -47,6 +47,8 @@ final class RoomState {
     /// Everything up to this is durable.
     var durable: UInt64 = 0
     var board = Board()
+    /// What a snapshot would drop from the log since the last `snapshotRecord`.
+    var garbage = RoomGarbage()
     var tail: RoomTail
     var origins: [UInt64: OriginState] = [:]
     var pendingAcks: [PendingAck] = []
