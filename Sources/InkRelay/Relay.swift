@@ -77,6 +77,8 @@ public final class Relay {
     var joinDeadlines: [SessionID: Instant] = [:]
     private var outputs: [RelayOutput] = []
     private var outputStart = 0
+    /// Batches of following rooms waiting for the bridge (`pollForward`).
+    var forwards: [ForwardedBatch] = []
 
     public init(configuration: RelayConfiguration = RelayConfiguration(), authorizer: any JoinAuthorizer = OpenAuthorizer()) {
         self.configuration = configuration

@@ -58,19 +58,28 @@ extension Relay {
             send(session, .error(refusal.code, originSeq: originSeq, text: refusal.text))
             return
         }
+        if room.follows {
+            forward(ForwardedBatch(room: m.room, origin: m.origin, originSeq: originSeq, user: m.user, payload: canonical))
+            return
+        }
+        accept(batch, canonical: canonical, room: room, user: m.user, origin: m.origin, originSeq: originSeq, now: now)
+    }
+
+    /// Numbers, folds, keeps, stores and fans out one batch that passed every check.
+    func accept(_ batch: Batch, canonical: [UInt8], room: RoomState, user: String, origin: UInt64, originSeq: UInt64, now: Instant) {
         let seq = room.head + 1
-        let record = RelayRecord(room: m.room, roomSeq: seq, author: m.author, user: m.user, origin: m.origin,
+        let record = RelayRecord(room: room.name, roomSeq: seq, author: batch.author, user: user, origin: origin,
                                  originSeq: originSeq, timeMs: wallMs(now), payload: canonical)
         room.head = seq
         room.fold(batch)
         room.tail.append(TailEntry(record: record, batch: batch))
-        room.noteOrigin(m.origin, originSeq: originSeq, roomSeq: seq, limit: limits.maxOriginsPerRoom)
-        if let dropped = room.pushPendingAck(PendingAck(roomSeq: seq, origin: m.origin, originSeq: originSeq), limit: limits.maxPendingAcks) {
-            event(.pendingAckDropped(room: m.room, roomSeq: dropped.roomSeq))
+        room.noteOrigin(origin, originSeq: originSeq, roomSeq: seq, limit: limits.maxOriginsPerRoom)
+        if let dropped = room.pushPendingAck(PendingAck(roomSeq: seq, origin: origin, originSeq: originSeq), limit: limits.maxPendingAcks) {
+            event(.pendingAckDropped(room: room.name, roomSeq: dropped.roomSeq))
         }
         emit(.append(record))
-        event(.batchAccepted(room: m.room, roomSeq: seq, bytes: canonical.count))
-        fanOut(room: m.room)
+        event(.batchAccepted(room: room.name, roomSeq: seq, bytes: canonical.count))
+        fanOut(room: room.name)
     }
 
     /// Why `role` may not apply `batch` now, or nil.
@@ -90,7 +99,7 @@ extension Relay {
     }
 
     /// Offers the new head to every member of the room, in join order.
-    private func fanOut(room name: String) {
+    func fanOut(room name: String) {
         guard let room = rooms[name] else { return }
         for s in room.sessions {
             guard let m = sessions[s]?.member else { continue }
@@ -110,7 +119,7 @@ extension Relay {
     public func restore(_ record: RelayRecord) throws(RelayRestoreError) {
         if rooms[record.room] == nil {
             guard rooms.count < limits.maxRooms else { throw .tooManyRooms }
-            rooms[record.room] = RoomState(name: record.room, limits: limits)
+            rooms[record.room] = newRoom(record.room)
         }
         let room = rooms[record.room]!
         guard record.roomSeq == room.head + 1 else { throw .outOfOrder(expected: room.head + 1, got: record.roomSeq) }

@@ -34,7 +34,7 @@ extension Relay {
                 refuseJoin(session, .tooManyRooms, "the daemon holds \(limits.maxRooms) rooms")
                 return
             }
-            rooms[request.room] = RoomState(name: request.room, limits: limits)
+            rooms[request.room] = newRoom(request.room)
             event(.roomCreated(room: request.room))
         }
         // A device that reconnects replaces its old session (same origin in the room).

@@ -68,10 +68,15 @@ public struct RelayConfiguration: Sendable {
     /// Wall-clock milliseconds (Unix epoch) at `Instant.zero` of the `now` the daemon passes:
     /// accepted batches are stamped `wallClockAtZeroMs + now` for replay.
     public var wallClockAtZeroMs: UInt64 = 0
+    /// Rooms are bridged across daemons (`BridgeCore`): every room starts following (its local
+    /// batches are forwarded, not numbered) until the bridge makes this daemon its home, and
+    /// author ids derive from user names so every daemon gives a user the same one.
+    public var bridged = false
 
-    public init(limits: RelayLimits = RelayLimits(), wallClockAtZeroMs: UInt64 = 0) {
+    public init(limits: RelayLimits = RelayLimits(), wallClockAtZeroMs: UInt64 = 0, bridged: Bool = false) {
         self.limits = limits
         self.wallClockAtZeroMs = wallClockAtZeroMs
+        self.bridged = bridged
     }
 }
 

@@ -205,7 +205,7 @@ extension Relay {
     public func restore(snapshot: RoomSnapshotRecord) throws(RelayRestoreError) {
         guard rooms[snapshot.room] == nil else { throw .outOfOrder(expected: 0, got: snapshot.throughRoomSeq) }
         guard rooms.count < limits.maxRooms else { throw .tooManyRooms }
-        let room = RoomState(name: snapshot.room, limits: limits)
+        let room = newRoom(snapshot.room)
         for (i, payload) in snapshot.batches.enumerated() {
             var fresh = BinaryCodecState()
             guard let batch = try? BinaryBatchCodec.decode(payload, state: &fresh) else {

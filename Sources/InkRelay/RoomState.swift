@@ -56,6 +56,11 @@ final class RoomState {
     var snapshot: SnapshotCache?
     /// The board digest at `digestSeq`, computed when a sync needs it.
     var digestCache: (seq: UInt64, digest: UInt64)?
+    /// Bridged and not this daemon's to number: local batches are forwarded to the home daemon
+    /// and the log grows only by `Relay.handleOrdered` (see RelayBridge.swift).
+    var follows = false
+    /// Author ids derive from user names (`BridgeAuthorID`), the same on every bridged daemon.
+    var nameDerivedAuthors = false
 
     init(name: String, limits: RelayLimits) {
         self.name = name
@@ -75,6 +80,13 @@ final class RoomState {
     /// The user record for `name`, created with the next author id; nil past the user bound.
     func user(named name: String, limit: Int) -> RoomUser? {
         if let u = users[name] { return u }
+        if nameDerivedAuthors {
+            guard users.count < limit else { return nil }
+            let taken = Set(users.values.map(\.author))
+            let u = RoomUser(author: BridgeAuthorID.forUser(name, avoiding: taken), name: name)
+            users[name] = u
+            return u
+        }
         guard users.count < limit, nextAuthor < UInt32.max else { return nil }
         let u = RoomUser(author: AuthorID(nextAuthor), name: name)
         nextAuthor += 1
