@@ -7,4 +7,5 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "sync" { runSync
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "link" { runLinkProxy(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "enet-relay" { runENetRelay(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "fanout" { runFanoutBench(Array(CommandLine.arguments.dropFirst(2))) }
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "netns-link" { runPacketLink(Array(CommandLine.arguments.dropFirst(2))) }
 print("inkwire-bench: not yet implemented")

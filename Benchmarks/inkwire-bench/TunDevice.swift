@@ -1,0 +1,69 @@
+import Glibc
+
+/// A layer-3 TUN device (`IFF_TUN | IFF_NO_PI`: each read or write is one bare IP packet),
+/// created inside a network namespace and configured as one end of a point-to-point link.
+/// The device lives as long as its descriptor: closing it deletes the device.
+final class TunDevice: @unchecked Sendable {
+    /// Interface name inside the namespace (each namespace has exactly one, so it can be fixed).
+    static let interfaceName = "inkw0"
+    /// The device's MTU: no packet read from it is larger.
+    static let mtu = 1500
+    /// `TUNSETIFF` = `_IOW('T', 202, int)`.
+    private static let setInterfaceRequest: UInt = 0x4004_54CA
+    private static let iffTun: Int16 = 0x0001
+    private static let iffNoPI: Int16 = 0x1000
+
+    let fd: Int32
+    let namespace: NetworkNamespace
+
+    private init(fd: Int32, namespace: NetworkNamespace) {
+        self.fd = fd
+        self.namespace = namespace
+    }
+
+    /// Creates the device in `namespace`, turns IPv6 off there (so the kernel sends nothing of
+    /// its own through the link), gives it `local` with `peer` at the other end, and brings it
+    /// and the namespace's loopback up. The descriptor is non-blocking.
+    static func create(in namespace: NetworkNamespace, local: String, peer: String) throws -> TunDevice {
+        let fd: Int32 = try namespace.run { () throws(NetworkNamespace.Failure) -> Int32 in
+            // Per-namespace sysctls: this thread sees the namespace's /proc/sys/net.
+            for file in ["default", "all"] { _ = writeSysctl("/proc/sys/net/ipv6/conf/\(file)/disable_ipv6", "1") }
+            let fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { throw NetworkNamespace.Failure(description: "open /dev/net/tun: \(String(cString: strerror(errno)))") }
+            // struct ifreq: 16 name bytes, then the flags (short) in the union.
+            var request = [UInt8](repeating: 0, count: 40)
+            for (index, byte) in interfaceName.utf8.enumerated() { request[index] = byte }
+            withUnsafeBytes(of: iffTun | iffNoPI) { flags in request.replaceSubrange(16..<18, with: flags) }
+            let rc = request.withUnsafeMutableBytes { ioctl(fd, setInterfaceRequest, $0.baseAddress!) }
+            guard rc == 0 else {
+                let message = String(cString: strerror(errno))
+                Glibc.close(fd)
+                throw NetworkNamespace.Failure(description: "TUNSETIFF \(interfaceName): \(message)")
+            }
+            return fd
+        }
+        let device = TunDevice(fd: fd, namespace: namespace)
+        do {
+            let n = ["-n", namespace.name]
+            try IPCommand.run(n + ["link", "set", "lo", "up"])
+            try IPCommand.run(n + ["addr", "add", local, "peer", peer, "dev", interfaceName])
+            try IPCommand.run(n + ["link", "set", interfaceName, "mtu", "\(mtu)", "up"])
+        } catch {
+            device.close()
+            throw error
+        }
+        return device
+    }
+
+    /// Closes the descriptor, which deletes the device. Call once.
+    func close() { _ = Glibc.close(fd) }
+
+    /// Writes a sysctl of the calling thread's namespace; false when it does not exist or
+    /// refused the value (no IPv6 in this kernel: nothing to turn off).
+    static func writeSysctl(_ path: String, _ value: String) -> Bool {
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { Glibc.close(fd) }
+        return value.withCString { write(fd, $0, strlen($0)) } == value.utf8.count
+    }
+}
