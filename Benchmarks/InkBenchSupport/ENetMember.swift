@@ -51,6 +51,9 @@ public final class ENetMember {
         enet_host_destroy(host)
     }
 
+    /// The host's UDP socket, so a harness can wake on its traffic (poll readable, then `service`).
+    public var socketDescriptor: Int32 { Int32(host.pointee.socket) }
+
     /// Sends a join for `room` and services until the relay acknowledges it (or `timeoutMs`).
     /// `pump` runs between waits, e.g. to service an in-thread relay.
     public func join(room: String, timeoutMs: UInt32 = 2000, pump: () -> Void = {}) throws(ENetError) {

@@ -34,6 +34,8 @@ func runLinkProxy(_ arguments: [String]) -> Never {
 /// What one direction did, for the report.
 struct LinkDirectionCounters {
     var received = 0
+    /// Bytes of the datagrams received (UDP payload, before any impairment).
+    var receivedBytes = 0
     /// Copies sent on (duplicates included).
     var forwarded = 0
     var dropped = 0
@@ -47,7 +49,7 @@ struct LinkDirectionCounters {
 
     var json: String {
         "{\"received\":\(received),\"forwarded\":\(forwarded),\"dropped\":\(dropped),\"oversize\":\(oversize),"
-            + "\"duplicated\":\(duplicated),\"reordered\":\(reordered),\"queue_full\":\(queueFull),\"send_failed\":\(sendFailed)}"
+            + "\"duplicated\":\(duplicated),\"reordered\":\(reordered),\"queue_full\":\(queueFull),\"send_failed\":\(sendFailed),\"received_bytes\":\(receivedBytes)}"
     }
 }
 
@@ -130,6 +132,7 @@ final class LinkProxy {
 
     private func fromClient(_ bytes: UnsafeRawBufferPointer, _ client: SocketAddress) {
         toServerCounters.received += 1
+        toServerCounters.receivedBytes += bytes.count
         let upstream: UDPSocket
         if let existing = sessions[client] {
             upstream = existing
@@ -159,6 +162,7 @@ final class LinkProxy {
 
     private func fromServer(_ bytes: UnsafeRawBufferPointer, to client: SocketAddress) {
         toClientCounters.received += 1
+        toClientCounters.receivedBytes += bytes.count
         let decision = toClient.decide(size: bytes.count, now: Instant(microseconds: loop.now))
         admit(decision, bytes, via: listener, to: client, .toClient)
     }

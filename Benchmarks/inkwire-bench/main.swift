@@ -8,4 +8,12 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "link" { runLink
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "enet-relay" { runENetRelay(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "fanout" { runFanoutBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "netns-link" { runPacketLink(Array(CommandLine.arguments.dropFirst(2))) }
-print("inkwire-bench: not yet implemented")
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "loss" { runLossBench(Array(CommandLine.arguments.dropFirst(2))) }
+print("""
+    usage: inkwire-bench SUBCOMMAND [OPTIONS]   (one JSON object per line, then a table)
+      kcp-experiment  KCP's latency test in virtual time        udp-loopback  raw UDP round trips
+      codec           compact binary codec size and speed       store         room log store
+      sync            late-joiner sync of a large board         link          UDP impairment proxy
+      enet-relay      the ENet baseline relay                   fanout        relay scale on loopback
+      netns-link      packet-level impaired link (root)         loss          packet-loss harness (issue 6)
+    """)

@@ -1,0 +1,137 @@
+/// The transports `inkwire-bench loss` compares.
+enum LossTransport: String, CaseIterable, Sendable {
+    /// inkwired's native UDP: ARQ sessions (`ClientSession` over `.datagram`).
+    case inkwireUDP = "inkwire-udp"
+    /// inkwired's native TCP: the same session messages in length-prefixed frames.
+    case inkwireTCP = "inkwire-tcp"
+    /// The ENet baseline relay (`inkwire-bench enet-relay`), reliable ordered channels.
+    case enet
+
+    /// Datagram transports can go through the UDP impairment proxy; TCP needs packet-level loss.
+    var isDatagram: Bool { self != .inkwireTCP }
+}
+
+/// How member traffic is impaired.
+enum LossLinkMode: String, Sendable {
+    /// The in-process UDP impairment proxy (`LinkProxy`): no root needed, datagram transports only.
+    case proxy
+    /// Two network namespaces joined by a TUN link impairing every IP packet (root needed).
+    case netns
+}
+
+/// The command line of `inkwire-bench loss`, parsed and checked; every value has a bound.
+struct LossBenchOptions: Sendable {
+    /// Most rooms in one run.
+    static let maximumRooms = 1000
+    /// Most members per room (one draws, the others watch).
+    static let maximumMembers = 256
+    /// Longest trace slice a room plays, in seconds.
+    static let maximumDurationSeconds = 3600.0
+    /// Highest RTT accepted, in milliseconds.
+    static let maximumRTTMilliseconds = 10_000
+    /// Most loss levels in one run.
+    static let maximumLossLevels = 32
+
+    static let usage = """
+        usage: inkwire-bench loss [--loss-percent 0,2,5,10,20] [--rtt-ms 40] [--rooms 4] [--members 4]
+          [--trace ../shared/traces/lesson-a.csv] [--duration 5] [--transports inkwire-udp,inkwire-tcp,enet]
+          [--seed 1] [--out DIR] [--link proxy|netns] [--drain-timeout 20]
+          Starts a real inkwired and the ENet baseline relay; per room one member draws the trace
+          (its first --duration seconds from a per-room offset, at the recorded pace, in 60 ms
+          batches) and the others watch, all through a link with --rtt-ms / 2 delay each way and
+          the given loss per direction. Prints one JSON line per transport and loss level, a
+          markdown table, and writes the lines, the table and one latency CDF (SVG) per loss level
+          to --out (default ./bench-out).
+        """
+
+    struct Invalid: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    var lossPercents: [Double] = [0, 2, 5, 10, 20]
+    var rttMilliseconds = 40
+    var rooms = 4
+    var members = 4
+    var tracePath = "../shared/traces/lesson-a.csv"
+    var durationSeconds = 5.0
+    var transports: [LossTransport] = LossTransport.allCases
+    var seed: UInt64 = 1
+    var outputDirectory = "./bench-out"
+    /// nil: netns when running as root and the packet link is available, else proxy.
+    var link: LossLinkMode?
+    /// After the last batch is sent, how long watchers may take to catch up before the run
+    /// counts what is missing as lost.
+    var drainTimeoutSeconds = 20.0
+
+    init() {}
+
+    init(_ arguments: [String]) throws(Invalid) {
+        var index = 0
+        func value(_ name: String) throws(Invalid) -> String {
+            guard index + 1 < arguments.count else { throw Invalid(description: "\(name) needs a value") }
+            index += 1
+            return arguments[index]
+        }
+        func integer(_ name: String, _ range: ClosedRange<Int>) throws(Invalid) -> Int {
+            let text = try value(name)
+            guard let n = Int(text), range.contains(n) else {
+                throw Invalid(description: "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
+            }
+            return n
+        }
+        func seconds(_ name: String) throws(Invalid) -> Double {
+            let text = try value(name)
+            guard let s = Double(text), s > 0, s <= LossBenchOptions.maximumDurationSeconds else {
+                throw Invalid(description: "\(name) must be a positive number of seconds up to \(Int(LossBenchOptions.maximumDurationSeconds)), got '\(text)'")
+            }
+            return s
+        }
+        while index < arguments.count {
+            let name = arguments[index]
+            switch name {
+            case "--loss-percent":
+                let text = try value(name)
+                var levels: [Double] = []
+                for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+                    guard let p = Double(part), p >= 0, p <= 100 else {
+                        throw Invalid(description: "--loss-percent takes percentages from 0 to 100, comma-separated, got '\(text)'")
+                    }
+                    levels.append(p)
+                }
+                guard !levels.isEmpty, levels.count <= LossBenchOptions.maximumLossLevels else {
+                    throw Invalid(description: "--loss-percent takes 1 to \(LossBenchOptions.maximumLossLevels) levels")
+                }
+                lossPercents = levels
+            case "--rtt-ms": rttMilliseconds = try integer(name, 0...LossBenchOptions.maximumRTTMilliseconds)
+            case "--rooms": rooms = try integer(name, 1...LossBenchOptions.maximumRooms)
+            case "--members": members = try integer(name, 2...LossBenchOptions.maximumMembers)
+            case "--trace": tracePath = try value(name)
+            case "--duration": durationSeconds = try seconds(name)
+            case "--drain-timeout": drainTimeoutSeconds = try seconds(name)
+            case "--transports":
+                let text = try value(name)
+                var chosen: [LossTransport] = []
+                for part in text.split(separator: ",") {
+                    guard let t = LossTransport(rawValue: String(part)) else {
+                        throw Invalid(description: "--transports takes inkwire-udp, inkwire-tcp and enet, got '\(part)'")
+                    }
+                    if !chosen.contains(t) { chosen.append(t) }
+                }
+                guard !chosen.isEmpty else { throw Invalid(description: "--transports needs at least one transport") }
+                transports = chosen
+            case "--seed":
+                let text = try value(name)
+                guard let s = UInt64(text) else { throw Invalid(description: "--seed must be a whole number, got '\(text)'") }
+                seed = s
+            case "--out": outputDirectory = try value(name)
+            case "--link":
+                let text = try value(name)
+                guard let mode = LossLinkMode(rawValue: text) else { throw Invalid(description: "--link must be proxy or netns, got '\(text)'") }
+                link = mode
+            default:
+                throw Invalid(description: "unknown option '\(name)'")
+            }
+            index += 1
+        }
+    }
+}
