@@ -40,10 +40,11 @@ let package = Package(
         .executableTarget(name: "inkwired", dependencies: ["InkDaemon"]),
         .executableTarget(name: "inkwire", dependencies: ["InkCodec", "InkProtocol", "InkUV", "InkDaemon", "InkClient"]),
         .executableTarget(name: "inkwire-sim", dependencies: ["InkSim", "InkProtocol"]),
-        .target(name: "InkBenchSupport", dependencies: ["CENet"], path: "Benchmarks/InkBenchSupport"),
+        .target(name: "MQTTChaos", path: "Benchmarks/MQTTChaos"),
+        .target(name: "InkBenchSupport", dependencies: ["CENet", "InkUV", "MQTTChaos"], path: "Benchmarks/InkBenchSupport"),
         .executableTarget(
             name: "inkwire-bench",
-            dependencies: ["InkCodec", "InkProtocol", "InkSim", "InkUV", "InkDaemon", "CENet", "InkStore", "InkRelay", "InkClient", "InkBenchSupport"],
+            dependencies: ["InkCodec", "InkProtocol", "InkSim", "InkUV", "InkDaemon", "CENet", "InkStore", "InkRelay", "InkClient", "InkBenchSupport", "MQTTChaos"],
             path: "Benchmarks/inkwire-bench"
         ),
 
@@ -55,10 +56,11 @@ let package = Package(
         .testTarget(name: "InkStoreTests", dependencies: ["InkStore", "InkCodec"]),
         .executableTarget(name: "inkstore-torture", dependencies: ["InkStore"], path: "Tests/InkStoreTorture"),
         .testTarget(name: "InkUVTests", dependencies: ["InkUV"]),
-        .testTarget(name: "InkDaemonTests", dependencies: ["InkDaemon", "InkCodec", "InkProtocol"]),
+        .testTarget(name: "InkDaemonTests", dependencies: ["InkDaemon", "InkCodec", "InkProtocol", "InkBenchSupport", "MQTTChaos"]),
         .testTarget(name: "InkClientTests", dependencies: ["InkClient", "InkRelay", "InkCodec", "InkProtocol"]),
         .testTarget(name: "PurityTests"),
         .testTarget(name: "InkwireBenchTests", dependencies: ["inkwire-bench", "InkSim", "InkProtocol", "InkUV"]),
         .testTarget(name: "InkBenchSupportTests", dependencies: ["InkBenchSupport"]),
+        .testTarget(name: "MQTTChaosTests", dependencies: ["MQTTChaos"]),
     ]
 )

@@ -23,6 +23,8 @@ for module in "${modules[@]}"; do
             "$file" > "$src/${module}_$(basename "$file")"
     done
 done
+# The MQTT chaos proxy's pure parts (framer, chaos session) import nothing; they ride along.
+for file in ../Benchmarks/MQTTChaos/*.swift; do cp "$file" "$src/MQTTChaos_$(basename "$file")"; done
 failed=()
 for target in "${targets[@]}"; do
     name="$(basename "$target" .swift)"

@@ -17,3 +17,5 @@ print("""
       enet-relay      the ENet baseline relay                   fanout        relay scale on loopback
       netns-link      packet-level impaired link (root)         loss          packet-loss harness (issue 6)
     """)
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "mqtt-chaos" { runMQTTChaos(Array(CommandLine.arguments.dropFirst(2))) }
+print("inkwire-bench: not yet implemented")

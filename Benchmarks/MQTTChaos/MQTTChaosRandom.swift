@@ -1,0 +1,23 @@
+/// SplitMix64: a small, fast, seedable generator; the whole chaos model draws from it so one
+/// seed replays every decision.
+public struct MQTTChaosRandom: Sendable {
+    private var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    public mutating func unit() -> Double { Double(next() >> 11) * 0x1p-53 }
+
+    /// Uniform in 0 ... `bound` (inclusive; modulo bias is irrelevant at these sizes).
+    public mutating func upTo(_ bound: UInt64) -> UInt64 {
+        bound == UInt64.max ? next() : next() % (bound + 1)
+    }
+}
