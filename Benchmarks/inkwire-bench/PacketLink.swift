@@ -80,8 +80,11 @@ final class PacketLink: @unchecked Sendable {
             devices.append(try TunDevice.create(in: namespaces[1], local: clientAddress, peer: serverAddress))
             if let algorithm = tcpCongestionControl {
                 for namespace in namespaces {
-                    let accepted = try namespace.run { TunDevice.writeSysctl("/proc/sys/net/ipv4/tcp_congestion_control", algorithm) }
-                    guard accepted else { throw NetworkNamespace.Failure(description: "TCP congestion control '\(algorithm)' not available") }
+                    let error = try namespace.run { TunDevice.writeSysctl("/proc/sys/net/ipv4/tcp_congestion_control", algorithm) }
+                    guard error == 0 else {
+                        throw NetworkNamespace.Failure(description: "TCP congestion control '\(algorithm)' refused: \(String(cString: strerror(error)))"
+                            + " (a namespace may only pick those in the host's net.ipv4.tcp_allowed_congestion_control)")
+                    }
                 }
             }
             let forwarder = try PacketForwarder(serverFD: devices[0].fd, clientFD: devices[1].fd, configuration: configuration, seed: seed)

@@ -27,7 +27,7 @@ final class TunDevice: @unchecked Sendable {
     static func create(in namespace: NetworkNamespace, local: String, peer: String) throws -> TunDevice {
         let fd: Int32 = try namespace.run { () throws(NetworkNamespace.Failure) -> Int32 in
             // Per-namespace sysctls: this thread sees the namespace's /proc/sys/net.
-            for file in ["default", "all"] { _ = writeSysctl("/proc/sys/net/ipv6/conf/\(file)/disable_ipv6", "1") }
+            for file in ["default", "all"] { writeSysctl("/proc/sys/net/ipv6/conf/\(file)/disable_ipv6", "1") }
             let fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else { throw NetworkNamespace.Failure(description: "open /dev/net/tun: \(String(cString: strerror(errno)))") }
             // struct ifreq: 16 name bytes, then the flags (short) in the union.
@@ -58,12 +58,13 @@ final class TunDevice: @unchecked Sendable {
     /// Closes the descriptor, which deletes the device. Call once.
     func close() { _ = Glibc.close(fd) }
 
-    /// Writes a sysctl of the calling thread's namespace; false when it does not exist or
-    /// refused the value (no IPv6 in this kernel: nothing to turn off).
-    static func writeSysctl(_ path: String, _ value: String) -> Bool {
+    /// Writes a sysctl of the calling thread's namespace; returns 0 or the errno (ENOENT: no
+    /// such setting, e.g. no IPv6 in this kernel, which then has nothing to turn off).
+    @discardableResult
+    static func writeSysctl(_ path: String, _ value: String) -> Int32 {
         let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
+        guard fd >= 0 else { return errno }
         defer { Glibc.close(fd) }
-        return value.withCString { write(fd, $0, strlen($0)) } == value.utf8.count
+        return value.withCString { write(fd, $0, strlen($0)) } == value.utf8.count ? 0 : errno
     }
 }
