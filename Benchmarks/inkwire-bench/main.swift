@@ -10,6 +10,7 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "fanout" { runFa
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "netns-link" { runPacketLink(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "loss" { runLossBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "mqtt-chaos" { runMQTTChaos(Array(CommandLine.arguments.dropFirst(2))) }
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "bridge" { runBridgeBench(Array(CommandLine.arguments.dropFirst(2))) }
 print("""
     usage: inkwire-bench SUBCOMMAND [OPTIONS]   (one JSON object per line, then a table)
       kcp-experiment  KCP's latency test in virtual time        udp-loopback  raw UDP round trips
@@ -18,5 +19,6 @@ print("""
       enet-relay      the ENet baseline relay                   fanout        relay scale on loopback
       netns-link      packet-level impaired link (root)         loss          packet-loss harness (issue 6)
       mqtt-chaos      MQTT proxy: delay, duplicate, burst publishes
+      bridge          N daemons bridged through mosquitto
     """)
 print("inkwire-bench: not yet implemented")

@@ -1,0 +1,146 @@
+import InkClient
+import InkCodec
+import InkProtocol
+import InkUV
+
+/// A watcher of the bridge benchmark: an ARQ session on a socket shared with other watchers of
+/// the same daemon, checking room batches arrive in `roomSeq` order from 1 with the commands
+/// drawn (as the fanout watcher does, but reporting to a `BridgeLoad` with its daemon).
+final class BridgeWatcher: FanoutTimed {
+    let room: Int
+    let daemon: Int
+    let connectionID: UInt64
+    private let arq: ARQSession
+    private unowned let load: BridgeLoad
+    private let socket: UDPSocket
+    var wheelMs = UInt64.max
+    private(set) var joined = false
+    private(set) var nextRoomSeq: UInt64 = 1
+    private(set) var errors = 0
+    private var codec = BinaryCodecState()
+
+    init(room: Int, daemon: Int, user: String, origin: UInt64, connectionID: UInt64, socket: UDPSocket, load: BridgeLoad, now: UInt64) {
+        self.room = room
+        self.daemon = daemon
+        self.connectionID = connectionID
+        self.socket = socket
+        self.load = load
+        arq = ARQSession(connectionID: connectionID, now: Instant(microseconds: now))
+        let join = ClientMessage.join(JoinRequest(room: load.roomName(room), user: user, role: .viewer, origin: origin))
+        try? arq.send(SessionMessageCodec.encode(join))
+        pump(now: now)
+    }
+
+    func receive(_ datagram: [UInt8], now: UInt64) {
+        arq.handleDatagram(datagram, now: Instant(microseconds: now))
+        pump(now: now)
+    }
+
+    func fire(now: UInt64) {
+        arq.handleTimeout(now: Instant(microseconds: now))
+        pump(now: now)
+    }
+
+    private func pump(now: UInt64) {
+        let instant = Instant(microseconds: now)
+        while let d = arq.pollTransmit(now: instant) { _ = try? socket.send(d) }
+        var delivered = false
+        while let event = arq.pollEvent() {
+            if case .delivered(let bytes) = event {
+                handle(bytes, now: now)
+                delivered = true
+            }
+        }
+        if delivered { while let d = arq.pollTransmit(now: instant) { _ = try? socket.send(d) } }
+        load.wheel.schedule(self, deadline: arq.pollTimeout()?.microseconds)
+    }
+
+    private func handle(_ bytes: [UInt8], now: UInt64) {
+        guard let message = try? SessionMessageCodec.decodeServer(bytes) else {
+            errors += 1
+            return
+        }
+        switch message {
+        case .joinAccepted:
+            if !joined { load.watcherJoined() }
+            joined = true
+        case .roomBatch(let batch):
+            guard batch.roomSeq == nextRoomSeq, let decoded = try? BinaryBatchCodec.decode(batch.payload, state: &codec),
+                  load.matches(room: room, roomSeq: batch.roomSeq, commands: decoded.commands) else {
+                errors += 1
+                return
+            }
+            nextRoomSeq += 1
+            load.delivered(room: room, daemon: daemon, roomSeq: batch.roomSeq, at: now)
+        case .joinRefused, .goingAway:
+            errors += 1
+        default:
+            break
+        }
+    }
+}
+
+/// The drawer of a room: a full `ClientSession` (teacher) on its own socket to its daemon.
+final class BridgeDrawer: FanoutTimed {
+    let room: Int
+    let daemon: Int
+    let session: ClientSession
+    let socket: UDPSocket
+    private unowned let load: BridgeLoad
+    var wheelMs = UInt64.max
+    var schedule: FanoutSchedule
+    private(set) var joined = false
+    /// The highest `originSeq` acknowledged durable.
+    private(set) var acknowledged: UInt64 = 0
+    private(set) var errors = 0
+
+    init(room: Int, daemon: Int, server: SocketAddress, connectionID: UInt64, schedule: FanoutSchedule, load: BridgeLoad, now: UInt64) throws {
+        self.room = room
+        self.daemon = daemon
+        self.schedule = schedule
+        self.load = load
+        socket = try UDPSocket(loop: load.loop, bindTo: .loopbackIPv4(port: 0))
+        try socket.connect(to: server)
+        try? socket.setReceiveBufferSize(1 << 20)
+        let configuration = ClientConfiguration(room: load.roomName(room), user: "drawer", role: .teacher, origin: UInt64(1_000_000 + room))
+        session = ClientSession(configuration, transport: .datagram(connectionID: connectionID), now: Instant(microseconds: now))
+        try socket.startReceiving { [unowned self] buffer, _ in
+            let now = self.load.loop.now
+            self.session.handleDatagram(Array(buffer), now: Instant(microseconds: now))
+            self.pump(now: now)
+        }
+        pump(now: now)
+    }
+
+    /// Hands the batch to the session and its datagram to the socket; returns when that was.
+    func draw(_ commands: [TimedCommand], now: UInt64) -> UInt64? {
+        guard (try? session.send(commands, now: Instant(microseconds: now))) != nil else {
+            errors += 1
+            return nil
+        }
+        let handedAt = load.loop.now
+        pump(now: handedAt)
+        return handedAt
+    }
+
+    func fire(now: UInt64) {
+        session.handleTimeout(now: Instant(microseconds: now))
+        pump(now: now)
+    }
+
+    private func pump(now: UInt64) {
+        let instant = Instant(microseconds: now)
+        while let d = session.pollTransmit(now: instant) { _ = try? socket.send(d) }
+        while let event = session.pollEvent() {
+            switch event {
+            case .joined: joined = true
+            case .acknowledged(let originSeq, _): acknowledged = max(acknowledged, originSeq)
+            case .error, .refused, .goingAway, .protocolError: errors += 1
+            default: break
+            }
+        }
+        load.wheel.schedule(self, deadline: session.pollTimeout()?.microseconds)
+    }
+
+    func close() { socket.close() }
+}
