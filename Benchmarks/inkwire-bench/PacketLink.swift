@@ -144,6 +144,13 @@ final class PacketLink: @unchecked Sendable {
     /// latest wake-up.
     var counters: (toServer: PacketLinkCounters, toClient: PacketLinkCounters) { forwarder.snapshot }
 
+    /// Packets the kernels dropped before the forwarder saw them (the device queue overflowed
+    /// because the forwarder fell behind; outside the seeded model, so non-zero means the run
+    /// lost more than configured): client to server, server to client. Read before `stop()`.
+    var deviceDrops: (toServer: Int, toClient: Int) {
+        (clientDevice.transmitDropped() ?? 0, serverDevice.transmitDropped() ?? 0)
+    }
+
     /// Packets waiting for their due time right now.
     var held: Int { forwarder.held }
 

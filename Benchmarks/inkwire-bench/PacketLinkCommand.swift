@@ -61,9 +61,10 @@ func runPacketLink(_ arguments: [String]) -> Never {
             exitStatus = 1
         }
     }
+    let deviceDrops = link.deviceDrops
     link.stop()
     let elapsed = Date().timeIntervalSince(startedAt)
-    print(packetLinkReportJSON(link, elapsedSeconds: elapsed))
+    print(packetLinkReportJSON(link, elapsedSeconds: elapsed, deviceDrops: deviceDrops))
     print("")
     print(packetLinkReportTable(link))
     exit(exitStatus)
@@ -87,7 +88,7 @@ private func waitForStop(_ signals: inout sigset_t, child: pid_t?, durationSecon
     }
 }
 
-private func packetLinkReportJSON(_ link: PacketLink, elapsedSeconds: Double) -> String {
+private func packetLinkReportJSON(_ link: PacketLink, elapsedSeconds: Double, deviceDrops: (toServer: Int, toClient: Int)) -> String {
     let l = link.configuration
     let loss: String
     switch l.loss {
@@ -105,6 +106,7 @@ private func packetLinkReportJSON(_ link: PacketLink, elapsedSeconds: Double) ->
         ("tcp_cc", link.tcpCongestionControl.map { "\"\($0)\"" } ?? "null"), ("elapsed_s", "\((elapsedSeconds * 1000).rounded() / 1000)"),
         ("server_namespace", "\"\(link.serverNamespace.name)\""), ("client_namespace", "\"\(link.clientNamespace.name)\""),
         ("client_to_server", up.json), ("server_to_client", down.json),
+        ("device_dropped_to_server", "\(deviceDrops.toServer)"), ("device_dropped_to_client", "\(deviceDrops.toClient)"),
     ]
     return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
 }

@@ -6,7 +6,8 @@ import InkSim
 /// `netns-link --probe`: measures a fresh `PacketLink` from sockets opened inside its namespaces.
 /// First UDP (client to server, so those datagrams are the direction's first decisions and the
 /// received set can be checked against the seed), then round trips (UDP echo, like ping), then a
-/// bulk TCP transfer. One JSON line per measurement.
+/// bulk TCP transfer, then a burst of small datagrams for the packet rate. One JSON line per
+/// measurement.
 struct PacketLinkProbe {
     /// Datagrams of the UDP loss check.
     static let udpDatagrams = 1000
@@ -14,6 +15,8 @@ struct PacketLinkProbe {
     static let udpGapMicroseconds: UInt32 = 200
     static let echoes = 100
     static let echoGapMicroseconds: UInt32 = 10_000
+    /// How long the packet-rate step sends.
+    static let rateMicroseconds: UInt64 = 1_000_000
     /// Size of each write of the TCP sender.
     static let tcpChunk = 65_536
 
@@ -21,7 +24,7 @@ struct PacketLinkProbe {
     let seconds: Double
 
     func run() throws -> [String] {
-        [try udpLoss(), try roundTrips(), try tcpTransfer()]
+        [try udpLoss(), try roundTrips(), try tcpTransfer(), try packetRate()]
     }
 
     /// Longest a packet can take through the link plus scheduling slack.
@@ -155,6 +158,33 @@ struct PacketLinkProbe {
             + "\"dropped_to_server\":\(after.toServer.dropped - before.toServer.dropped),"
             + "\"packets_to_client\":\(after.toClient.packets - before.toClient.packets),"
             + "\"dropped_to_client\":\(after.toClient.dropped - before.toClient.dropped)}"
+    }
+
+    /// Small datagrams from the client as fast as one thread sends them, for a second: the
+    /// forwarder's packet rate (what it forwarded per second) and what the kernel dropped before
+    /// the forwarder read it.
+    private func packetRate() throws -> String {
+        let receiver = try link.run(in: .server) { try InetSocket.udp(bind: PacketLink.serverAddress) }
+        let sender = try link.run(in: .client) { try InetSocket.udp(bind: PacketLink.clientAddress) }
+        defer { close(receiver); close(sender) }
+        let port = InetSocket.localPort(receiver)
+        let before = link.counters.toServer
+        let dropsBefore = link.deviceDrops.toServer
+        let payload = [UInt8](repeating: 7, count: 64)
+        var sent = 0
+        var buffer = [UInt8](repeating: 0, count: 128)
+        let start = monotonicMicroseconds()
+        while monotonicMicroseconds() - start < PacketLinkProbe.rateMicroseconds {
+            if InetSocket.send(sender, payload, to: PacketLink.serverAddress, port: port) { sent += 1 }
+            while recv(receiver, &buffer, buffer.count, Int32(MSG_DONTWAIT)) > 0 {}
+        }
+        let elapsed = Double(monotonicMicroseconds() - start) / 1_000_000
+        usleep(settleMicroseconds)
+        let after = link.counters.toServer
+        let forwarded = after.forwarded - before.forwarded
+        return "{\"bench\":\"netns-link\",\"probe\":\"packet-rate\",\"sent\":\(sent),\"forwarded\":\(forwarded),"
+            + "\"dropped_by_model\":\(after.dropped - before.dropped),\"device_dropped\":\(link.deviceDrops.toServer - dropsBefore),"
+            + "\"forwarded_per_s\":\(Int(Double(forwarded) / elapsed))}"
     }
 
     private func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }

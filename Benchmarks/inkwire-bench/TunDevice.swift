@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 
 /// A layer-3 TUN device (`IFF_TUN | IFF_NO_PI`: each read or write is one bare IP packet),
@@ -8,6 +9,9 @@ final class TunDevice: @unchecked Sendable {
     static let interfaceName = "inkw0"
     /// The device's MTU: no packet read from it is larger.
     static let mtu = 1500
+    /// Packets the kernel queues for the forwarder to read (the default 500 overflows in bursts
+    /// sooner; what overflows is counted by `transmitDropped`, outside the seeded model).
+    static let transmitQueueLength = 4096
     /// `TUNSETIFF` = `_IOW('T', 202, int)`.
     private static let setInterfaceRequest: UInt = 0x4004_54CA
     private static let iffTun: Int16 = 0x0001
@@ -47,12 +51,29 @@ final class TunDevice: @unchecked Sendable {
             let n = ["-n", namespace.name]
             try IPCommand.run(n + ["link", "set", "lo", "up"])
             try IPCommand.run(n + ["addr", "add", local, "peer", peer, "dev", interfaceName])
-            try IPCommand.run(n + ["link", "set", interfaceName, "mtu", "\(mtu)", "up"])
+            try IPCommand.run(n + ["link", "set", interfaceName, "mtu", "\(mtu)", "txqueuelen", "\(transmitQueueLength)", "up"])
         } catch {
             device.close()
             throw error
         }
         return device
+    }
+
+    /// Packets the namespace's kernel dropped on the way into this device because the forwarder
+    /// had not read the queue in time (`/proc/net/dev` transmit drops); nil when unreadable.
+    func transmitDropped() -> Int? {
+        try? namespace.run { () -> Int? in
+            // thread-self: /proc/self/net would show the main thread's namespace.
+            guard let text = try? String(contentsOfFile: "/proc/thread-self/net/dev", encoding: .utf8) else { return nil }
+            for line in text.split(separator: "\n") {
+                let parts = line.split(separator: ":", maxSplits: 1)
+                guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == TunDevice.interfaceName else { continue }
+                let fields = parts[1].split(separator: " ")
+                // receive: bytes packets errs drop fifo frame compressed multicast; transmit: bytes packets errs drop ...
+                return fields.count > 11 ? Int(fields[11]) : nil
+            }
+            return nil
+        } ?? nil
     }
 
     /// Closes the descriptor, which deletes the device. Call once.

@@ -73,6 +73,7 @@ private func delivered(count: Int, configuration: LinkConfiguration, seed: UInt6
     #expect(up.forwarded == expected.count, "seed \(seed)")
     #expect(up.bytesForwarded == expected.count * 92, "seed \(seed)")
     #expect(up.ignored == 0, "seed \(seed)")
+    #expect(link.deviceDrops.toServer == 0, "seed \(seed)")
 
     link.stop()
     #expect(!names.contains(where: NetworkNamespace.exists), "seed \(seed)")
