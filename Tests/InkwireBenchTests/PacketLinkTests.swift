@@ -5,9 +5,16 @@ import InkSim
 import Testing
 @testable import inkwire_bench
 
-/// The packet link needs root, a TUN driver and iproute2; elsewhere these tests return at once.
+/// The packet link needs root with CAP_SYS_ADMIN and CAP_NET_ADMIN (a container's root may lack
+/// them), a TUN driver and iproute2; elsewhere these tests return at once.
 private var packetLinkAvailable: Bool {
-    getuid() == 0 && access("/dev/net/tun", R_OK | W_OK) == 0 && IPCommand.path != nil
+    guard getuid() == 0, access("/dev/net/tun", R_OK | W_OK) == 0, IPCommand.path != nil, SystemCalls.setns != nil,
+          let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
+          let effective = UInt64(line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+    else { return false }
+    let netAdmin: UInt64 = 1 << 12, sysAdmin: UInt64 = 1 << 21
+    return effective & netAdmin != 0 && effective & sysAdmin != 0
 }
 
 /// Tests use their own prefix, so they never meet the namespaces of a benchmark being run.
