@@ -52,7 +52,7 @@ enum LossBench {
     /// `emit` as soon as it is measured. Stops early (returning what it has) on SIGINT.
     static func run(_ options: LossBenchOptions, trace: [TraceLine], binDirectory: String,
                     emit: (String) -> Void = { _ in }) -> [LossRunResult] {
-        let mode = options.link ?? .proxy
+        let mode = options.link ?? (LossNetnsLink.isAvailable ? .netns : .proxy)
         var transports = options.transports
         if mode == .proxy {
             for skipped in transports where !skipped.isDatagram {

@@ -35,13 +35,15 @@ struct LossBenchOptions: Sendable {
     static let usage = """
         usage: inkwire-bench loss [--loss-percent 0,2,5,10,20] [--rtt-ms 40] [--rooms 4] [--members 4]
           [--trace ../shared/traces/lesson-a.csv] [--duration 5] [--transports inkwire-udp,inkwire-tcp,enet]
-          [--seed 1] [--out DIR] [--link proxy|netns] [--drain-timeout 20]
+          [--seed 1] [--out DIR] [--link proxy|netns] [--tcp-cc ALG] [--drain-timeout 20]
           Starts a real inkwired and the ENet baseline relay; per room one member draws the trace
           (its first --duration seconds from a per-room offset, at the recorded pace, in 60 ms
           batches) and the others watch, all through a link with --rtt-ms / 2 delay each way and
           the given loss per direction. Prints one JSON line per transport and loss level, a
           markdown table, and writes the lines, the table and one latency CDF (SVG) per loss level
-          to --out (default ./bench-out).
+          to --out (default ./bench-out). --link netns (the default as root) runs the relay and the
+          members in two network namespaces joined by an impaired TUN link, so TCP sees the same
+          packet loss; --link proxy (no root) impairs UDP only and skips inkwire-tcp.
         """
 
     struct Invalid: Error, CustomStringConvertible {
@@ -62,6 +64,10 @@ struct LossBenchOptions: Sendable {
     /// After the last batch is sent, how long watchers may take to catch up before the run
     /// counts what is missing as lost.
     var drainTimeoutSeconds = 20.0
+    /// TCP congestion control inside the packet-level link's namespaces; nil keeps what new
+    /// namespaces take from the host (bbr on the benchmark machine, where a namespace may only
+    /// pick reno or the host's default).
+    var tcpCongestionControl: String?
 
     init() {}
 
@@ -124,6 +130,12 @@ struct LossBenchOptions: Sendable {
                 guard let s = UInt64(text) else { throw Invalid(description: "--seed must be a whole number, got '\(text)'") }
                 seed = s
             case "--out": outputDirectory = try value(name)
+            case "--tcp-cc":
+                let text = try value(name)
+                guard !text.isEmpty, text.count <= 16, text.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
+                    throw Invalid(description: "--tcp-cc takes an algorithm name such as cubic or bbr, got '\(text)'")
+                }
+                tcpCongestionControl = text == "default" ? nil : text
             case "--link":
                 let text = try value(name)
                 guard let mode = LossLinkMode(rawValue: text) else { throw Invalid(description: "--link must be proxy or netns, got '\(text)'") }

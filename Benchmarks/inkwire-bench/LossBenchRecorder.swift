@@ -125,6 +125,8 @@ struct LossRunResult {
     /// "proxy", "netns" or "unimpaired".
     var link: String
     var durationSeconds: Double
+    /// TCP congestion control the packet-level link's namespaces use (empty otherwise).
+    var tcpCongestionControl = ""
     var commandsSent = 0
     var expected = 0
     var delivered = 0
@@ -163,7 +165,7 @@ struct LossRunResult {
         var fields: [(String, String)] = [
             ("bench", "\"loss\""), ("transport", "\"\(transport)\""), ("loss_percent", number(lossPercent)),
             ("rtt_ms", "\(rttMilliseconds)"), ("rooms", "\(rooms)"), ("members", "\(members)"), ("seed", "\(seed)"),
-            ("link", "\"\(link)\""), ("duration_s", number(durationSeconds)),
+            ("link", "\"\(link)\""), ("tcp_cc", "\"\(tcpCongestionControl)\""), ("duration_s", number(durationSeconds)),
             ("p50_ms", number(percentileMs(0.5))), ("p99_ms", number(percentileMs(0.99))),
             ("p999_ms", number(percentileMs(0.999))), ("max_ms", number(percentileMs(1))),
             ("completeness", number(completeness, 6)), ("commands_sent", "\(commandsSent)"), ("deliveries_expected", "\(expected)"),

@@ -71,7 +71,14 @@ struct LossScenario {
         var result = LossRunResult(transport: transport.rawValue, lossPercent: lossPercent, rttMilliseconds: options.rttMilliseconds,
                                    rooms: options.rooms, members: options.members, seed: options.seed, link: "?",
                                    durationSeconds: options.durationSeconds)
-        let server = try LossBenchServer(transport == .enet ? .enetRelay : .inkwired, binDirectory: binDirectory)
+        var netns: LossNetnsLink?
+        defer { netns?.stop() }
+        if linkMode == .netns {
+            netns = try LossNetnsLink(lossPercent: lossPercent, rttMilliseconds: options.rttMilliseconds, seed: options.seed,
+                                      tcpCongestionControl: options.tcpCongestionControl)
+        }
+        let server = try LossBenchServer(transport == .enet ? .enetRelay : .inkwired, binDirectory: binDirectory,
+                                         host: netns?.serverHost ?? "127.0.0.1", launcher: netns?.serverLauncher ?? [])
         defer { server.stop() }
         let loop = try EventLoop()
         defer { loop.shutdown() }
@@ -81,7 +88,9 @@ struct LossScenario {
 
         let link: LossBenchLink
         var target = serverAddress
-        if linkMode == .proxy && transport.isDatagram {
+        if let netns {
+            link = netns
+        } else if linkMode == .proxy && transport.isDatagram {
             let proxy = try LossProxyLink(loop: loop, forward: serverAddress, lossPercent: lossPercent,
                                           rttMilliseconds: options.rttMilliseconds, seed: options.seed)
             target = try proxy.listenAddress
@@ -90,31 +99,37 @@ struct LossScenario {
             link = LossUnimpairedLink()
         }
         result.link = link.name
+        if netns != nil { result.tcpCongestionControl = options.tcpCongestionControl ?? lossBenchHostTCPCongestionControl() }
 
-        // Members: the first of each room draws, the others watch.
-        var rooms: [[LossMember]] = []
+        // Members: the first of each room draws, the others watch (their sockets are opened in
+        // the client namespace with the packet-level link).
         var closers: [LossMember] = []
         defer { closers.forEach { $0.close() } }
-        for room in 0..<options.rooms {
-            var members: [LossMember] = []
-            for index in 0..<options.members {
-                let member: LossMember
-                switch transport {
-                case .enet:
-                    member = try ENetLossMember(loop: loop, server: target, room: "room-\(room)") { _ = loop.runNoWait() }
-                case .inkwireUDP, .inkwireTCP:
-                    var configuration = ClientConfiguration(room: "room-\(room)", user: "member-\(index)",
-                                                            role: index == 0 ? .teacher : .viewer,
-                                                            origin: UInt64(room) << 16 | UInt64(index + 1))
-                    configuration.initialHave = .nothing
-                    member = try InkwireLossMember(loop: loop, server: target, datagram: transport == .inkwireUDP,
-                                                   configuration: configuration)
+        func makeMembers() throws -> [[LossMember]] {
+            var rooms: [[LossMember]] = []
+            for room in 0..<options.rooms {
+                var members: [LossMember] = []
+                for index in 0..<options.members {
+                    let member: LossMember
+                    switch transport {
+                    case .enet:
+                        member = try ENetLossMember(loop: loop, server: target, room: "room-\(room)") { _ = loop.runNoWait() }
+                    case .inkwireUDP, .inkwireTCP:
+                        var configuration = ClientConfiguration(room: "room-\(room)", user: "member-\(index)",
+                                                                role: index == 0 ? .teacher : .viewer,
+                                                                origin: UInt64(room) << 16 | UInt64(index + 1))
+                        configuration.initialHave = .nothing
+                        member = try InkwireLossMember(loop: loop, server: target, datagram: transport == .inkwireUDP,
+                                                       configuration: configuration)
+                    }
+                    members.append(member)
+                    closers.append(member)
                 }
-                members.append(member)
-                closers.append(member)
+                rooms.append(members)
             }
-            rooms.append(members)
+            return rooms
         }
+        let rooms = try netns.map { try $0.inClientNamespace(makeMembers) } ?? makeMembers()
         let ticker = try LoopTimer(loop: loop)
         defer { ticker.close() }
         ticker.start(afterMicroseconds: LossScenario.superviseIntervalMicroseconds,
