@@ -45,6 +45,8 @@ public struct DaemonConfig: Sendable, Equatable {
     public var storeBacklogOps: Int?
     public var tokenSecretFile: String?
     public var metrics: SocketAddress?
+    /// `--bridge`: the broker and topics rooms are bridged through (nil: not bridged).
+    public var bridge: BridgeSettings?
     public var logLevel = LogLevel.info
     public var configFile: String?
     public var limits = DaemonLimits()
@@ -181,6 +183,7 @@ extension DaemonConfig {
         }
         config.tokenSecretFile = one("token-secret-file")
         if let text = one("metrics"), text != "off" { config.metrics = try address(text, flag: "metrics") }
+        config.bridge = try BridgeSettings.parse(url: one("bridge"), prefix: one("bridge-topic-prefix"), daemonID: one("bridge-daemon-id"))
         if let text = one("log-level") {
             guard let level = LogLevel(parsing: text) else {
                 throw ConfigError("--log-level '\(text)': expected one of \(LogLevel.acceptedNames)")

@@ -24,6 +24,8 @@ public final class Daemon {
     var udp: [UDPTransport] = []
     var tcp: [TCPTransport] = []
     var metricsServer: MetricsServer?
+    /// `--bridge`: rooms shared with other daemons through an MQTT broker.
+    var bridge: BridgeDriver?
     var signals: [Signal] = []
     var housekeeping: LoopTimer?
     /// Woken by the store's writer thread after each commit.
@@ -49,7 +51,8 @@ public final class Daemon {
         let wakeup = self.wakeup
         var options = SQLiteRoomLogStore.Options()
         options.durability = config.durability
-        options.defaultRetention = config.retain
+        // A bridged home answers late daemons from its whole log: keep every batch.
+        options.defaultRetention = config.bridge != nil ? .full : config.retain
         options.limits.maxRooms = max(options.limits.maxRooms, config.limits.maxRooms)
         options.limits.maxRoomHistoryBytes = config.maxRoomHistoryBytes
         options.limits.idleRoomExpiryMs = config.roomIdleExpiryMs
@@ -63,13 +66,14 @@ public final class Daemon {
         authorizer = DaemonAuthorizer(verifier: tokenVerifier)
         do {
             driver = try RelayDriver(loop: loop, store: store, logger: logger, metrics: metrics, limits: config.limits, authorizer: authorizer,
-                                 maxRoomHistoryBytes: config.maxRoomHistoryBytes)
+                                 maxRoomHistoryBytes: config.maxRoomHistoryBytes, bridged: config.bridge != nil)
         } catch {
             throw ConfigError("relay timer: \(error)")
         }
         driver.restoreRooms()
         legacyContext = LegacyContext(loop: loop, driver: driver, logger: logger, metrics: metrics, limits: config.limits)
         box.daemon = self
+        try openBridge()
     }
 
     static func loadTokenVerifier(_ config: DaemonConfig) throws(ConfigError) -> TokenVerifier? {
@@ -99,6 +103,7 @@ public final class Daemon {
         if tokenVerifier == nil {
             logger.notice("no --token-secret-file: rooms are open, joins need no token")
         }
+        bridge?.start()
         logReady()
         notifier.ready(status: statusText())
     }
@@ -123,6 +128,7 @@ public final class Daemon {
             "tcp": joined(tcp.compactMap { $0.localAddress?.description }),
             "legacy": joined(legacy),
             "metrics": metricsServer?.localAddress?.description ?? "off",
+            "bridge_id": bridge?.core.configuration.daemonID ?? "off",
             "version": InkwireVersion.string,
             "pid": getpid(),
         ])
@@ -154,6 +160,7 @@ public final class Daemon {
     }
 
     func refreshGauges() {
+        bridge?.refreshMetrics()
         metrics.rooms.set(driver.roomCount)
         metrics.members.set(driver.memberCount)
         let usage = store.usage

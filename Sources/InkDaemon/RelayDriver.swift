@@ -41,6 +41,8 @@ final class RelayDriver {
     private var peakStrokes: [String: Int] = [:]
     /// Appends to the store, holds what a full backlog refuses, answers the relay's admission.
     let gate: StoreGate
+    /// The broker bridge (`--bridge`), told of rooms, appends and durable marks.
+    weak var bridge: RelayBridgeHook?
 
     /// A room gets a compacted snapshot (`Relay.snapshotRecord`) every this many stored
     /// batches: a restart restores it and reads only the tail after it, and with
@@ -52,7 +54,7 @@ final class RelayDriver {
     static let snapshotAfterShrinkBatches = 16
 
     init(loop: EventLoop, store: RoomLogStore, logger: Logger, metrics: DaemonMetrics, limits: DaemonLimits, authorizer: DaemonAuthorizer,
-         maxRoomHistoryBytes: Int = StoreLimits().maxRoomHistoryBytes) throws(UVError) {
+         maxRoomHistoryBytes: Int = StoreLimits().maxRoomHistoryBytes, bridged: Bool = false) throws(UVError) {
         self.loop = loop
         self.store = store
         self.logger = logger
@@ -63,7 +65,7 @@ final class RelayDriver {
         relayLimits.maxMembersPerRoom = limits.maxMembersPerRoom
         relayLimits.maxSessions = limits.maxSessions + 1024  // legacy connections too
         let wallAtZero = WallClock.milliseconds() &- loop.now / 1000
-        relay = Relay(configuration: RelayConfiguration(limits: relayLimits, wallClockAtZeroMs: wallAtZero), authorizer: authorizer)
+        relay = Relay(configuration: RelayConfiguration(limits: relayLimits, wallClockAtZeroMs: wallAtZero, bridged: bridged), authorizer: authorizer)
         timer = try LoopTimer(loop: loop)
         gate = StoreGate(store: store, logger: logger, metrics: StoreMetrics(registry: metrics.registry), maxRoomHistoryBytes: maxRoomHistoryBytes)
         relay.admission = gate
@@ -167,7 +169,10 @@ final class RelayDriver {
 
     func durable(_ marks: [DurableMark]) {
         guard !marks.isEmpty else { return }
-        for mark in marks { relay.handleDurable(room: mark.room, upTo: mark.roomSeq, now: now) }
+        for mark in marks {
+            relay.handleDurable(room: mark.room, upTo: mark.roomSeq, now: now)
+            bridge?.relayDurable(room: mark.room, upTo: mark.roomSeq)
+        }
         drain()
     }
 
@@ -180,22 +185,27 @@ final class RelayDriver {
 
     // MARK: outputs
 
-    private func drain() {
+    func drain() {
         guard !draining else { return }
         draining = true
         defer { draining = false }
+        var again = true
+        while again {
         while let output = relay.pollOutput() {
             switch output {
             case .send(let session, let message):
                 transports[session]?.deliver(message)
             case .append(let record):
                 append(record)
+                bridge?.relayAppended(record)
             case .close(let session, let reason):
                 kinds[session] = nil
                 transports.removeValue(forKey: session)?.relayClosed(reason)
             case .event(let event):
                 note(event)
             }
+        }
+        again = bridge?.pumpAfterRelayDrain() ?? false
         }
         writeDueSnapshots()
         armTimer()
@@ -320,6 +330,7 @@ final class RelayDriver {
             logger.info("member left", ["room": room, "session": session.rawValue])
         case .roomCreated(let room):
             logger.info("room created", ["room": room])
+            bridge?.relayRoomCreated(room)
         case .batchRefused(_, let code):
             metrics.errors(kind: "refused_batch_\(code)").increment()
         case .malformedMessage:

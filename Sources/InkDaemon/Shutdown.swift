@@ -35,6 +35,7 @@ extension Daemon {
         for transport in tcp { transport.closeAll(reason: "daemon stopping") }
         for transport in udp { transport.close() }
         metricsServer?.close()
+        bridge?.close()
         notifier.stopWatchdog()
         let started = loop.now
         do {
