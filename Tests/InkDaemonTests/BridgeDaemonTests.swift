@@ -1,0 +1,188 @@
+import Glibc
+import Testing
+
+/// Real `inkwired` daemons bridged through a real `mosquitto` on loopback (issue 8). Skipped
+/// when mosquitto is not installed.
+@Suite(.serialized) struct BridgeDaemonTests {
+    struct Bridged {
+        let process: DaemonProcess
+        let tcp: String
+        let udp: String
+        let legacyPort: UInt16
+        let metricsPort: UInt16
+        var directory: String { process.dataDir }
+    }
+
+    static func start(_ id: String?, broker: MQTTBroker, dataDir: String? = nil, tag: String) throws -> Bridged {
+        var arguments = ["--udp", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--legacy", "127.0.0.1:0=lesson", "--metrics", "127.0.0.1:0",
+                         "--bridge", "mqtt://127.0.0.1:\(broker.port)"]
+        if let id { arguments += ["--bridge-daemon-id", id] }
+        let process = try DaemonProcess(arguments, dataDir: dataDir, tag: tag)
+        let fields = try process.ready()
+        return Bridged(process: process, tcp: "tcp://" + fields["tcp"]!, udp: "udp://" + fields["udp"]!,
+                       legacyPort: process.legacyPort(fields), metricsPort: DaemonProcess.port(fields["metrics"])!)
+    }
+
+    /// A synthetic lesson for the native sender: `strokes` strokes of 5 points, 16 ms apart,
+    /// coordinates unique to `tag` (so each sender's lines can be picked out of a watcher's).
+    static func trace(strokes: Int, tag: Int, in directory: String) -> (path: String, lines: [String]) {
+        var lines: [String] = []
+        var messages: [String] = []
+        for s in 0..<strokes {
+            for p in 0..<5 {
+                let phase = p == 0 ? 1 : (p == 4 ? 3 : 2)
+                let text = "1,0.\(tag)\(String(format3(s)))\(p)0,0.5\(String(format3(s)))00,\(phase)"
+                lines.append("\((s * 5 + p) * 16),\(text)")
+                messages.append(text)
+            }
+        }
+        let path = directory + "/lesson-\(tag).csv"
+        writeFile(path, Array(lines.map { $0 + "\n" }.joined().utf8))
+        return (path, messages)
+    }
+
+    private static func format3(_ n: Int) -> String {
+        let s = String(n)
+        return String(repeating: "0", count: max(0, 3 - s.count)) + s
+    }
+
+    static func homeDecided(_ d: Bridged, selfHome: Bool) -> Bool {
+        ClientEndToEndTests.waitUntil {
+            d.process.log.split(separator: "\n").contains { $0.contains("bridge home decided") && $0.contains("room=lesson") && $0.contains("self=\(selfHome)") }
+        }
+    }
+
+    static func watch(_ d: Bridged, user: String, count: Int? = nil, idle: String = "10") throws -> ClientProcess {
+        var arguments = ["watch", "--server", d.tcp, "--room", "lesson", "--user", user, "--idle-exit", idle]
+        if let count { arguments += ["--count", String(count)] }
+        return try ClientProcess(arguments, directory: d.directory)
+    }
+
+    static func send(_ d: Bridged, user: String, trace: String, speed: String) throws -> ClientProcess {
+        try ClientProcess(["send", "--server", d.udp, "--room", "lesson", "--user", user, "--role", "presenter", "--trace", trace, "--speed", speed],
+                          directory: d.directory)
+    }
+
+    /// `lines` restricted to those in `subset`, in order.
+    static func only(_ lines: [String], _ subset: [String]) -> [String] {
+        let set = Set(subset)
+        return lines.filter { set.contains($0) }
+    }
+
+    @Test func legacyAndNativeSendersOnOneDaemonReachWatchersOnAnotherExactlyInRoomOrder() throws {
+        guard MQTTBroker.isInstalled else { return }
+        let broker = try MQTTBroker()
+        // B holds the room first (its watchers joined), so it is the home: A forwards.
+        let b = try Self.start("b", broker: broker, tag: "bridge-b")
+        let legacyStrokes = 3
+        let legacyTexts = (0..<legacyStrokes).flatMap { _ in DaemonLegacyTests.stroke }
+        let native = Self.trace(strokes: 20, tag: 7, in: b.directory)
+        let total = legacyTexts.count + native.lines.count
+        // No --count: where the two senders interleave, the legacy view adds pen changes.
+        let watcherB = try Self.watch(b, user: "wb", idle: "1.5")
+        let legacyWatcherB = try LegacyTestClient(port: b.legacyPort)
+        #expect(Self.homeDecided(b, selfHome: true), "\(b.process.log)")
+
+        let a = try Self.start("a", broker: broker, tag: "bridge-a")
+        let watcherA = try Self.watch(a, user: "wa", idle: "1.5")
+        let legacyWatcherA = try LegacyTestClient(port: a.legacyPort)
+        #expect(Self.homeDecided(a, selfHome: false), "\(a.process.log)")
+        #expect(ClientEndToEndTests.waitJoined(ClientEndToEndTests.Daemon(process: a.process, udp: a.udp, tcp: a.tcp, legacyPort: a.legacyPort),
+                                               room: "lesson", user: "wa"))
+        let legacySender = try LegacyTestClient(port: a.legacyPort)
+        let sender = try Self.send(a, user: "teacher", trace: native.path, speed: "4")
+        for _ in 0..<legacyStrokes {
+            legacySender.send(DaemonLegacyTests.stroke)
+            _ = legacySender.drain(microseconds: 60_000)
+        }
+        #expect(sender.wait() == 0, "\(sender.errors)")
+        #expect(watcherB.wait() == 0, "\(watcherB.errors)")
+        #expect(watcherA.wait() == 0, "\(watcherA.errors)")
+        // One room order on both daemons; each sender's commands exactly, in its order.
+        let known = Set(native.lines + DaemonLegacyTests.stroke)
+        #expect(watcherB.outputLines.count >= total)
+        #expect(Set(watcherB.outputLines.filter { !known.contains($0) }).isSubset(of: ["3,0,1", "3,2,3"]))
+        #expect(watcherB.outputLines == watcherA.outputLines)
+        #expect(Self.only(watcherB.outputLines, native.lines) == native.lines)
+        #expect(Self.only(watcherB.outputLines, DaemonLegacyTests.stroke) == legacyTexts)
+        // The legacy watchers see the same stream on both daemons.
+        let legacyB = legacyWatcherB.drain(microseconds: 500_000)
+        let legacyA = legacyWatcherA.drain(microseconds: 100_000)
+        #expect(!legacyB.isEmpty && legacyB == legacyA)
+        #expect(Self.only(legacyB, native.lines) == native.lines)
+
+        let metrics = try fetchMetrics(port: a.metricsPort)
+        #expect(metricValue(metrics, "inkwire_bridge_connected") == 1)
+        #expect((metricValue(metrics, "inkwire_bridge_published_total") ?? 0) >= Double(legacyStrokes))
+        #expect((metricValue(metrics, "inkwire_bridge_received_total") ?? 0) >= 1)
+        #expect(metricValue(try fetchMetrics(port: b.metricsPort), "inkwire_bridge_rooms_led") == 1)
+    }
+
+    @Test func aBrokerRestartMidLessonLosesNothing() throws {
+        guard MQTTBroker.isInstalled else { return }
+        let broker = try MQTTBroker()
+        let a = try Self.start("a", broker: broker, tag: "bridge-ra")
+        let nativeA = Self.trace(strokes: 30, tag: 3, in: a.directory)
+        let nativeB = Self.trace(strokes: 30, tag: 4, in: a.directory)
+        let total = nativeA.lines.count + nativeB.lines.count
+        let watcherA = try Self.watch(a, user: "wa", count: total, idle: "15")
+        #expect(Self.homeDecided(a, selfHome: true))
+        let b = try Self.start("b", broker: broker, tag: "bridge-rb")
+        let watcherB = try Self.watch(b, user: "wb", count: total, idle: "15")
+        #expect(Self.homeDecided(b, selfHome: false))
+        // About 2.4 s of drawing on each daemon; the broker is down for 0.5 s in the middle.
+        let senderA = try Self.send(a, user: "ada", trace: nativeA.path, speed: "1")
+        let senderB = try Self.send(b, user: "bob", trace: nativeB.path, speed: "1")
+        usleep(700_000)
+        broker.stop()
+        usleep(500_000)
+        try broker.start()
+        #expect(senderA.wait() == 0, "\(senderA.errors)")
+        #expect(senderB.wait() == 0, "\(senderB.errors)")
+        #expect(watcherA.wait() == 0, "\(watcherA.errors)")
+        #expect(watcherB.wait() == 0, "\(watcherB.errors)")
+        #expect(watcherB.outputLines == watcherA.outputLines)
+        #expect(Self.only(watcherB.outputLines, nativeA.lines) == nativeA.lines)
+        #expect(Self.only(watcherB.outputLines, nativeB.lines) == nativeB.lines)
+        #expect(b.process.log.contains("bridge disconnected"))
+    }
+
+    @Test func aRestartedDaemonAndALateThirdDaemonGetTheWholeBoard() throws {
+        guard MQTTBroker.isInstalled else { return }
+        let broker = try MQTTBroker()
+        let a = try Self.start("a", broker: broker, tag: "bridge-da")
+        let native = Self.trace(strokes: 30, tag: 5, in: a.directory)
+        let watcherA = try Self.watch(a, user: "wa", count: native.lines.count)
+        #expect(Self.homeDecided(a, selfHome: true))
+        // B keeps the id it generated in its data dir across the restart.
+        let directoryB = DaemonProcess.scratchDirectory("bridge-db")
+        defer { _ = system("rm -rf '\(directoryB)'") }
+        var b: Bridged? = try Self.start(nil, broker: broker, dataDir: directoryB, tag: "bridge-db")
+        let watcherB = try Self.watch(b!, user: "wb", idle: "0.3")
+        #expect(Self.homeDecided(b!, selfHome: false))
+        let sender = try Self.send(a, user: "ada", trace: native.path, speed: "1")
+        usleep(800_000)
+        b!.process.signal(SIGTERM)
+        #expect(b!.process.waitExit() == 0)
+        let idBefore = readFile(directoryB + "/data/bridge-daemon-id")
+        b = nil
+        #expect(sender.wait() == 0, "\(sender.errors)")
+        #expect(watcherA.wait() == 0)
+        #expect(watcherA.outputLines == native.lines)
+        watcherB.wait()
+        #expect(!watcherB.outputLines.isEmpty && watcherB.outputLines.count < native.lines.count)
+
+        // B restarts from its replica and catches up; C joins late with nothing.
+        let b2 = try Self.start(nil, broker: broker, dataDir: directoryB, tag: "bridge-db")
+        #expect(readFile(directoryB + "/data/bridge-daemon-id") == idBefore && !idBefore.isEmpty)
+        let c = try Self.start("c", broker: broker, tag: "bridge-dc")
+        let lateB = try Self.watch(b2, user: "late-b", count: native.lines.count)
+        let lateC = try Self.watch(c, user: "late-c", count: native.lines.count)
+        #expect(lateB.wait() == 0, "\(lateB.errors)")
+        #expect(lateC.wait() == 0, "\(lateC.errors)")
+        #expect(lateB.outputLines == native.lines)
+        #expect(lateC.outputLines == native.lines)
+        let metricsC = try fetchMetrics(port: c.metricsPort)
+        #expect((metricValue(metricsC, "inkwire_bridge_gap_repairs_total") ?? 0) >= Double(native.lines.count / 5))
+    }
+}
