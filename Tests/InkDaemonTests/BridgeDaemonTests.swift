@@ -75,16 +75,17 @@ import Testing
         // B holds the room first (its watchers joined), so it is the home: A forwards.
         let b = try Self.start("b", broker: broker, tag: "bridge-b")
         let legacyStrokes = 3
-        let legacyTexts = (0..<legacyStrokes).flatMap { _ in DaemonLegacyTests.stroke }
+        // Drawn with the initial pen, as the native sender's: the legacy view adds no pen lines.
+        let legacyStroke = ["1,0.100000,0.200000,1", "1,0.110000,-0.013333,2", "1,1.020000,0.220000,3"]
+        let legacyTexts = (0..<legacyStrokes).flatMap { _ in legacyStroke }
         let native = Self.trace(strokes: 20, tag: 7, in: b.directory)
         let total = legacyTexts.count + native.lines.count
-        // No --count: where the two senders interleave, the legacy view adds pen changes.
-        let watcherB = try Self.watch(b, user: "wb", idle: "1.5")
+        let watcherB = try Self.watch(b, user: "wb", count: total, idle: "20")
         let legacyWatcherB = try LegacyTestClient(port: b.legacyPort)
         #expect(Self.homeDecided(b, selfHome: true), "\(b.process.log)")
 
         let a = try Self.start("a", broker: broker, tag: "bridge-a")
-        let watcherA = try Self.watch(a, user: "wa", idle: "1.5")
+        let watcherA = try Self.watch(a, user: "wa", count: total, idle: "20")
         let legacyWatcherA = try LegacyTestClient(port: a.legacyPort)
         #expect(Self.homeDecided(a, selfHome: false), "\(a.process.log)")
         #expect(ClientEndToEndTests.waitJoined(ClientEndToEndTests.Daemon(process: a.process, udp: a.udp, tcp: a.tcp, legacyPort: a.legacyPort),
@@ -92,24 +93,22 @@ import Testing
         let legacySender = try LegacyTestClient(port: a.legacyPort)
         let sender = try Self.send(a, user: "teacher", trace: native.path, speed: "4")
         for _ in 0..<legacyStrokes {
-            legacySender.send(DaemonLegacyTests.stroke)
+            legacySender.send(legacyStroke)
             _ = legacySender.drain(microseconds: 60_000)
         }
         #expect(sender.wait() == 0, "\(sender.errors)")
         #expect(watcherB.wait() == 0, "\(watcherB.errors)")
         #expect(watcherA.wait() == 0, "\(watcherA.errors)")
         // One room order on both daemons; each sender's commands exactly, in its order.
-        let known = Set(native.lines + DaemonLegacyTests.stroke)
-        #expect(watcherB.outputLines.count >= total)
-        #expect(Set(watcherB.outputLines.filter { !known.contains($0) }).isSubset(of: ["3,0,1", "3,2,3"]))
+        #expect(watcherB.outputLines.count == total)
         #expect(watcherB.outputLines == watcherA.outputLines)
         #expect(Self.only(watcherB.outputLines, native.lines) == native.lines)
-        #expect(Self.only(watcherB.outputLines, DaemonLegacyTests.stroke) == legacyTexts)
+        #expect(Self.only(watcherB.outputLines, legacyStroke) == legacyTexts)
         // The legacy watchers see the same stream on both daemons.
-        let legacyB = legacyWatcherB.drain(microseconds: 500_000)
-        let legacyA = legacyWatcherA.drain(microseconds: 100_000)
-        #expect(!legacyB.isEmpty && legacyB == legacyA)
-        #expect(Self.only(legacyB, native.lines) == native.lines)
+        let legacyB = legacyWatcherB.receive(count: total, limitMicroseconds: 10_000_000)
+        let legacyA = legacyWatcherA.receive(count: total, limitMicroseconds: 10_000_000)
+        #expect(legacyB == watcherB.outputLines)
+        #expect(legacyA == watcherA.outputLines)
 
         let metrics = try fetchMetrics(port: a.metricsPort)
         #expect(metricValue(metrics, "inkwire_bridge_connected") == 1)
