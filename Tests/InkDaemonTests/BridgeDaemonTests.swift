@@ -13,9 +13,9 @@ import Testing
         var directory: String { process.dataDir }
     }
 
-    static func start(_ id: String?, broker: MQTTBroker, dataDir: String? = nil, tag: String) throws -> Bridged {
+    static func start(_ id: String?, broker: MQTTBroker, dataDir: String? = nil, tag: String, brokerPort: UInt16? = nil) throws -> Bridged {
         var arguments = ["--udp", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--legacy", "127.0.0.1:0=lesson", "--metrics", "127.0.0.1:0",
-                         "--bridge", "mqtt://127.0.0.1:\(broker.port)"]
+                         "--bridge", "mqtt://127.0.0.1:\(brokerPort ?? broker.port)"]
         if let id { arguments += ["--bridge-daemon-id", id] }
         let process = try DaemonProcess(arguments, dataDir: dataDir, tag: tag)
         let fields = try process.ready()
@@ -185,5 +185,74 @@ import Testing
         #expect(lateC.outputLines == native.lines)
         let metricsC = try fetchMetrics(port: c.metricsPort)
         #expect((metricValue(metricsC, "inkwire_bridge_gap_repairs_total") ?? 0) >= Double(native.lines.count / 5))
+    }
+
+    @Test func throughChaosProxiesEveryWatcherGetsExactlyTheSentCommandsInOneOrder() throws {
+        guard MQTTBroker.isInstalled, MQTTChaosChild.isBuilt else { return }
+        let broker = try MQTTBroker()
+        let scratch = DaemonProcess.scratchDirectory("bridge-chaos")
+        defer { _ = system("rm -rf '\(scratch)'") }
+        // Each daemon reaches the broker through its own proxy: publishes delayed 5-45 ms
+        // (so reordered), a fifth duplicated, some released in bursts.
+        let chaos = ["--delay-ms", "5", "--jitter-ms", "40", "--duplicate-percent", "20", "--burst-percent", "10"]
+        let proxyA = try MQTTChaosChild(brokerPort: broker.port, seed: 11, arguments: chaos, directory: scratch)
+        let proxyB = try MQTTChaosChild(brokerPort: broker.port, seed: 12, arguments: chaos, directory: scratch)
+        defer { withExtendedLifetime((proxyA, proxyB)) {} }
+        let a = try Self.start("a", broker: broker, tag: "bridge-ca", brokerPort: proxyA.port)
+        let nativeA = Self.trace(strokes: 30, tag: 1, in: a.directory)
+        let nativeB = Self.trace(strokes: 30, tag: 2, in: a.directory)
+        let total = nativeA.lines.count + nativeB.lines.count
+        let watcherA = try Self.watch(a, user: "wa", count: total, idle: "20")
+        #expect(Self.homeDecided(a, selfHome: true), "\(a.process.log)")
+        let b = try Self.start("b", broker: broker, tag: "bridge-cb", brokerPort: proxyB.port)
+        let watcherB = try Self.watch(b, user: "wb", count: total, idle: "20")
+        #expect(Self.homeDecided(b, selfHome: false), "\(b.process.log)")
+        let senderA = try Self.send(a, user: "ada", trace: nativeA.path, speed: "2")
+        let senderB = try Self.send(b, user: "bob", trace: nativeB.path, speed: "2")
+        #expect(senderA.wait() == 0, "\(senderA.errors)")
+        #expect(senderB.wait() == 0, "\(senderB.errors)")
+        #expect(watcherA.wait() == 0, "\(watcherA.errors)")
+        #expect(watcherB.wait() == 0, "\(watcherB.errors)")
+        #expect(watcherA.outputLines.count == total)
+        #expect(watcherB.outputLines == watcherA.outputLines)
+        #expect(Self.only(watcherB.outputLines, nativeA.lines) == nativeA.lines)
+        #expect(Self.only(watcherB.outputLines, nativeB.lines) == nativeB.lines)
+        // The chaos reached the bridge: copies were dropped.
+        let scrapes = try [a, b].map { try fetchMetrics(port: $0.metricsPort) }
+        let duplicates = scrapes.map { metricValue($0, "inkwire_bridge_duplicates_dropped_total") ?? 0 }
+        let depth = scrapes.map { metricValue($0, "inkwire_bridge_reorder_depth_max") ?? 0 }
+        print("bridge chaos: \(total) commands, duplicates dropped a/b \(duplicates), reorder depth max a/b \(depth)")
+        #expect(duplicates.reduce(0, +) > 0)
+    }
+
+    @Test func theHomeRestartsMidLessonAndForwardedBatchesAllLand() throws {
+        guard MQTTBroker.isInstalled else { return }
+        let broker = try MQTTBroker()
+        let directoryA = DaemonProcess.scratchDirectory("bridge-ha")
+        defer { _ = system("rm -rf '\(directoryA)'") }
+        var a: Bridged? = try Self.start("a", broker: broker, dataDir: directoryA, tag: "bridge-ha")
+        let opener = try Self.watch(a!, user: "wa", idle: "30")
+        #expect(Self.homeDecided(a!, selfHome: true))
+        let b = try Self.start("b", broker: broker, tag: "bridge-hb")
+        let native = Self.trace(strokes: 30, tag: 6, in: b.directory)
+        let watcherB = try Self.watch(b, user: "wb", count: native.lines.count, idle: "20")
+        #expect(Self.homeDecided(b, selfHome: false))
+        // B's member draws; its batches go to the home A, which stops and comes back meanwhile.
+        let sender = try Self.send(b, user: "bob", trace: native.path, speed: "1")
+        let port = b.metricsPort
+        #expect(ClientEndToEndTests.waitUntil { ((try? fetchMetrics(port: port)).flatMap { metricValue($0, "inkwire_bridge_received_total") } ?? 0) >= 10 })
+        a!.process.signal(SIGTERM)
+        #expect(a!.process.waitExit() == 0)
+        withExtendedLifetime(opener) {}
+        a = nil
+        usleep(300_000)
+        let a2 = try Self.start("a", broker: broker, dataDir: directoryA, tag: "bridge-ha")
+        #expect(sender.wait() == 0, "\(sender.errors)")
+        #expect(watcherB.wait() == 0, "\(watcherB.errors)")
+        #expect(watcherB.outputLines == native.lines)
+        let late = try Self.watch(a2, user: "late-a", count: native.lines.count)
+        #expect(late.wait() == 0, "\(late.errors)")
+        #expect(late.outputLines == native.lines)
+        #expect(a2.process.log.contains("self=true"))
     }
 }
