@@ -25,6 +25,8 @@ struct FanoutOptions {
     var seed: UInt64 = 1
     /// More `inkwired` flags (`--daemon-arg --metrics --daemon-arg 127.0.0.1:9420`).
     var daemonArguments: [String] = []
+    /// Another `inkwired` binary (A/B runs); default: the one next to this executable.
+    var daemonBinary: String?
 
     init(_ arguments: [String]) throws(FanoutUsage) {
         var i = 0
@@ -58,7 +60,9 @@ struct FanoutOptions {
             case "--target-p99-ms": targetP99Ms = try number(0.01...10_000)
             case "--seed": seed = UInt64(try number(0...1e15))
             case "--quiet": quiet = true
+            case "--timeline": shape.timeline = true
             case "--daemon-arg": daemonArguments.append(try value())
+            case "--inkwired": daemonBinary = try value()
             default: throw FanoutUsage("unknown argument \(arguments[i])")
             }
             i += 1
@@ -76,7 +80,7 @@ func runFanoutBench(_ arguments: [String]) -> Never {
     do { options = try FanoutOptions(arguments) } catch {
         print("inkwire-bench fanout: \(error)")
         print("usage: inkwire-bench fanout [--rooms 50] [--members 40] [--duration 60] [--trace PATH] [--warmup 2]")
-        print("         [--sessions-per-socket 50] [--joins-per-second 2000] [--find-max [--grow rooms|members] [--step N]")
+        print("         [--sessions-per-socket 50] [--joins-per-second 1000] [--find-max [--grow rooms|members] [--step N]")
         print("         [--max-sessions 20000] [--target-p99-ms 10]]")
         exit(2)
     }
@@ -122,7 +126,8 @@ func runFanout(_ options: FanoutOptions, lines: [TraceLine], progress: (String) 
     var results: [FanoutResult] = []
     var seed = options.seed
     while let shape = shapes.popLast() {
-        let result = fanoutOnce(shape, lines: lines, seed: seed, daemonArguments: options.daemonArguments, progress: progress)
+        let result = fanoutOnce(shape, lines: lines, seed: seed, daemonArguments: options.daemonArguments,
+                                daemonBinary: options.daemonBinary, progress: progress)
         seed &+= 1
         print(result.json)
         fflush(nil)
@@ -141,7 +146,7 @@ func runFanout(_ options: FanoutOptions, lines: [TraceLine], progress: (String) 
 }
 
 /// A fresh daemon, the load, the result.
-func fanoutOnce(_ shape: FanoutShape, lines: [TraceLine], seed: UInt64, daemonArguments: [String] = [],
+func fanoutOnce(_ shape: FanoutShape, lines: [TraceLine], seed: UInt64, daemonArguments: [String] = [], daemonBinary: String? = nil,
                 progress: (String) -> Void) -> FanoutResult {
     let lessonSeconds = Double(lines.last?.timeMs ?? 0) / 1000
     let runSeconds = shape.warmupSeconds + shape.durationSeconds + 10
@@ -149,7 +154,8 @@ func fanoutOnce(_ shape: FanoutShape, lines: [TraceLine], seed: UInt64, daemonAr
     let copies = 2 + Int(runSeconds / max(lessonSeconds, 1))
     let workload = FanoutWorkload(lines: lines, copies: copies)
     let daemon: FanoutDaemon
-    do { daemon = try FanoutDaemon(sessions: shape.sessions, rooms: shape.rooms, members: shape.members, extraArguments: daemonArguments) } catch {
+    do { daemon = try FanoutDaemon(sessions: shape.sessions, rooms: shape.rooms, members: shape.members, extraArguments: daemonArguments,
+                                                binary: daemonBinary) } catch {
         var r = FanoutResult(shape: shape)
         r.failure = "\(error)"
         return r

@@ -27,8 +27,8 @@ final class FanoutDaemon {
 
     /// Starts `inkwired` with limits raised for `sessions` sessions in `rooms` rooms of
     /// `members`, plus `extraArguments`, and waits for its ready line.
-    init(sessions: Int, rooms: Int, members: Int, extraArguments: [String] = []) throws {
-        let binary = FanoutDaemon.binaryPath
+    init(sessions: Int, rooms: Int, members: Int, extraArguments: [String] = [], binary: String? = nil) throws {
+        let binary = binary ?? FanoutDaemon.binaryPath
         var template = Array("/tmp/inkwire-bench-fanout-XXXXXX".utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else { throw StartFailure(description: "mkdtemp failed") }
         directory = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)

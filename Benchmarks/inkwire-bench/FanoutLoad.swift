@@ -12,7 +12,9 @@ struct FanoutShape {
     /// Watchers sharing one client socket (the daemon routes by connection id, not address).
     var sessionsPerSocket = 50
     /// New watcher sessions opened per second during the join phase.
-    var joinsPerSecond = 2000
+    var joinsPerSecond = 1000
+    /// Print the worst added latency and the daemon's drops of every second (diagnosis).
+    var timeline = false
     var sessions: Int { rooms * members }
 }
 
@@ -87,6 +89,10 @@ final class FanoutLoad {
     private var drawStart: UInt64 = 0
     private var windowStart = UInt64.max
     private var windowEnd = UInt64.max
+    private var secondWorst: UInt64 = 0
+    /// The longest gap between two ticks of the load's loop this second (its own stalls).
+    private var lastTick: UInt64 = 0
+    private var worstTickGap: UInt64 = 0
 
     static let watcherIndexBits = 24
 
@@ -118,6 +124,7 @@ final class FanoutLoad {
         deliveries += 1
         let sent = sentAt[room][Int(roomSeq) - 1]
         if sent >= windowStart && sent < windowEnd { histogram.record(now >= sent ? now - sent : 0) }
+        secondWorst = max(secondWorst, now >= sent ? now - sent : 0)
     }
 
     // MARK: the run
@@ -150,7 +157,7 @@ final class FanoutLoad {
             result.joinSeconds = Double(loop.now - joinStart) / 1e6
             progress("joined \(shape.sessions) sessions in \(fanoutFixed(result.joinSeconds, 1)) s")
             // Let the join traffic (member lists) settle before drawing.
-            _ = runUntil(limit: 1_000_000, { false })
+            _ = runUntil(limit: 2_000_000, { false })
 
             drawStart = loop.now
             drawing = true
@@ -161,7 +168,16 @@ final class FanoutLoad {
             let ownCPU0 = FanoutDaemon.cpuSeconds(pid: getpid())
             let wall0 = loop.now
             var lastProgress = wall0
+            var lastSecond = wall0
             _ = runUntil(limit: windowEnd - loop.now) {
+                if self.shape.timeline && self.loop.now - lastSecond >= 1_000_000 {
+                    lastSecond = self.loop.now
+                    progress("t=\(Int((self.loop.now - wall0) / 1_000_000)) s worst \(fanoutFixed(Double(self.secondWorst) / 1000, 1)) ms, "
+                        + "deliveries \(self.deliveries), daemon drops \(FanoutDaemon.udpDrops(ports: [self.server.port])), "
+                        + "daemon cpu \(fanoutFixed(daemon.cpuSeconds, 2)) s, load tick gap \(fanoutFixed(Double(self.worstTickGap) / 1000, 1)) ms")
+                    self.secondWorst = 0
+                    self.worstTickGap = 0
+                }
                 if self.loop.now - lastProgress >= 10_000_000 {
                     lastProgress = self.loop.now
                     progress("\(Int((self.loop.now - wall0) / 1_000_000)) s of \(Int(self.shape.durationSeconds)) s, \(self.deliveries) deliveries")
@@ -173,8 +189,13 @@ final class FanoutLoad {
             result.generatorCPUPercent = (FanoutDaemon.cpuSeconds(pid: getpid()) - ownCPU0) / wall * 100
             drawing = false
             // Drain: every watcher reaches its room's last batch, every drawer its last ack.
+            // Checked every 20 ms: walking every watcher at each loop round would slow the
+            // load down and show as latency.
+            var lastCheck: UInt64 = 0
             _ = runUntil(limit: 5_000_000) {
-                self.watchers.allSatisfy { $0.nextRoomSeq > UInt64(self.sentAt[$0.room].count) }
+                guard self.loop.now - lastCheck >= 20_000 else { return false }
+                lastCheck = self.loop.now
+                return self.watchers.allSatisfy { $0.nextRoomSeq > UInt64(self.sentAt[$0.room].count) }
                     && self.drawers.allSatisfy { $0.acknowledged >= UInt64(self.sentAt[$0.room].count) }
             }
             result.rssMegabytes = daemon.peakRSSMegabytes
@@ -263,6 +284,8 @@ final class FanoutLoad {
     /// Every millisecond: ARQ deadlines, then batches that fell due.
     private func tick() {
         let now = loop.now
+        if lastTick > 0 { worstTickGap = max(worstTickGap, now - lastTick) }
+        lastTick = now
         wheel.advance(now: now)
         guard drawing else { return }
         let elapsed = now - drawStart

@@ -21,6 +21,9 @@ final class NativeDatagramSession: RelaySessionTransport {
     /// A probe is out for the datagrams held now (one per arrival from the address).
     private var probing = false
     private var timer: LoopTimer?
+    /// The whole millisecond the timer is armed for (libuv's resolution), so a flush that
+    /// leaves the deadline in the same millisecond does not re-arm it.
+    private var armedMilliseconds: UInt64?
     private var flushing = false
     private var flushAgain = false
     private var blocked = false
@@ -170,7 +173,7 @@ final class NativeDatagramSession: RelaySessionTransport {
 
     private func updateBackpressure() {
         guard let session else { return }
-        let queued = arq.stats.queuedBytes
+        let queued = arq.queuedBytes
         if !blocked && queued > NativeDatagramSession.backpressureHighBytes {
             blocked = true
             daemon.driver.backpressure(session)
@@ -185,11 +188,16 @@ final class NativeDatagramSession: RelaySessionTransport {
         var deadline = arq.pollTimeout()?.microseconds
         if let lingerUntil { deadline = min(deadline ?? lingerUntil, lingerUntil) }
         guard let deadline else {
-            timer.stop()
+            if armedMilliseconds != nil { timer.stop() }
+            armedMilliseconds = nil
             return
         }
+        let milliseconds = (deadline + 999) / 1000
+        guard milliseconds != armedMilliseconds else { return }
+        armedMilliseconds = milliseconds
         timer.start(atMicroseconds: deadline) { [weak self] in
             guard let self, !self.ended else { return }
+            self.armedMilliseconds = nil
             self.arq.handleTimeout(now: Instant(microseconds: self.daemon.loop.now))
             self.flush()
         }

@@ -17,11 +17,31 @@ final class UDPTransport {
 
     /// Connection ids of closed sessions remembered, so their stragglers open nothing.
     static let closedRemembered = 4096
+    /// Receive buffer asked of the kernel (capped by net.core.rmem_max). Every member acks
+    /// every batch it is sent, so thousands of sessions send tens of thousands of small
+    /// datagrams a second: the default (about 200 KB, a few hundred datagrams) overflows
+    /// whenever the loop is descheduled for a few milliseconds, and each lost batch then costs
+    /// its whole room a retransmission.
+    static let receiveBufferBytes: Int32 = 8 << 20
+    /// Send buffer asked of the kernel: one batch fans out to a whole room at once.
+    static let sendBufferBytes: Int32 = 4 << 20
+
+    /// Series updated per datagram, looked up once.
+    private let datagramsReceived: CounterCell
+    private let bytesReceived: CounterCell
+    private let datagramsSent: CounterCell
+    private let bytesSent: CounterCell
 
     init(socket: UDPSocket, daemon: Daemon) throws(UVError) {
         self.socket = socket
         self.daemon = daemon
         newSessionRate = SourceRateLimiter(perSecond: daemon.config.limits.newSessionsPerSecond)
+        datagramsReceived = daemon.metrics.datagramsReceived.labels()
+        bytesReceived = daemon.metrics.bytesReceived.labels("udp")
+        datagramsSent = daemon.metrics.datagramsSent.labels()
+        bytesSent = daemon.metrics.bytesSent.labels("udp")
+        try? socket.setReceiveBufferSize(UDPTransport.receiveBufferBytes)
+        try? socket.setSendBufferSize(UDPTransport.sendBufferBytes)
         socket.onError = { [weak daemon] error in
             daemon?.metrics.errors(kind: "udp_socket").increment()
             daemon?.logger.debug("udp error", ["error": error])
@@ -34,8 +54,8 @@ final class UDPTransport {
 
     private func receive(_ buffer: UnsafeRawBufferPointer, from peer: SocketAddress) {
         let metrics = daemon.metrics
-        metrics.datagramsReceived.increment()
-        metrics.bytesReceived.labels("udp").increment(by: UInt64(buffer.count))
+        datagramsReceived.increment()
+        bytesReceived.increment(by: UInt64(buffer.count))
         guard buffer.count <= daemon.config.limits.maxDatagramBytes else {
             metrics.errors(kind: "oversized_datagram").increment()
             return
@@ -83,8 +103,8 @@ final class UDPTransport {
     func send(_ datagram: [UInt8], to address: SocketAddress) {
         do {
             try socket.send(datagram, to: address)
-            daemon.metrics.datagramsSent.increment()
-            daemon.metrics.bytesSent.labels("udp").increment(by: UInt64(datagram.count))
+            datagramsSent.increment()
+            bytesSent.increment(by: UInt64(datagram.count))
         } catch {
             daemon.metrics.errors(kind: "udp_send").increment()
         }

@@ -149,6 +149,10 @@ public final class ARQSession: DatagramEndpoint {
         return s
     }
 
+    /// Bytes queued and not yet cut into segments (`stats.queuedBytes`, without building the
+    /// whole statistics).
+    public var queuedBytes: Int { queue.queuedBytes }
+
     /// True when everything sent has been acknowledged and nothing is queued.
     public var isIdle: Bool { ledger.isEmpty && queue.isEmpty }
 
@@ -240,6 +244,10 @@ public final class ARQSession: DatagramEndpoint {
             closed = true
             return emit(Frame(kind: .close, connectionID: connectionID, timestamp: nextTimestamp(now)), now: now)
         }
+        // Nothing to retransmit, queue, probe or acknowledge: no frame (the last call of every
+        // drain; building and encoding a frame only to drop it cost the daemon per datagram).
+        let ackDue = ackPending && (ackImmediately || (ackDeadline.map { !(now < $0) } ?? false))
+        if pendingRetransmits == 0 && queue.isEmpty && !probePending && !ackDue { return nil }
         var frame = Frame(connectionID: connectionID, timestamp: 0)
         if hasReceived { frame.ack = makeAck(now: now) }
         if !peerHasOurAckDelay {
@@ -299,8 +307,7 @@ public final class ARQSession: DatagramEndpoint {
             }
         }
 
-        let wantAck = ackPending && (ackImmediately || (ackDeadline.map { !(now < $0) } ?? false))
-        guard !chosen.isEmpty || wantAck || probePending else { return nil }
+        guard !chosen.isEmpty || ackDue || probePending else { return nil }
         if chosen.isEmpty && !probePending { counters.pureAcksSent += 1 }
         if probePending || probing {
             frame.ackNow = true
