@@ -46,7 +46,7 @@ public struct ConfigFlag: Sendable {
         ConfigFlag("room-idle-expiry", "DURATION", "delete a room with no batch and no member for this long: 90s, 15m, 12h, 30d; 0 never (default 30d)"),
         ConfigFlag("token-secret-file", "FILE", "HMAC-SHA256 secret for join tokens; without it rooms are open (reloaded on SIGHUP)", reloadable: true),
         ConfigFlag("metrics", "HOST:PORT", "serve Prometheus /metrics here (default off)"),
-        ConfigFlag("bridge", "mqtt://HOST:PORT", "bridge rooms with other daemons through this MQTT broker (default off)"),
+        ConfigFlag("bridge", "mqtt://HOST:PORT", "share rooms with other daemons through this MQTT broker; keeps full history (--retain full) (default off)"),
         ConfigFlag("bridge-topic-prefix", "PREFIX", "topic prefix on the broker (default \(BridgeSettings.defaultTopicPrefix))"),
         ConfigFlag("bridge-daemon-id", "ID", "this daemon's id on the broker (default: a random id kept in the data dir)"),
         ConfigFlag("log-level", "LEVEL", "debug | info | notice | warning | error (default info; reloaded on SIGHUP)", reloadable: true),

@@ -32,8 +32,9 @@ public struct BridgeConfiguration: Sendable {
     public var chunkBytes = 128 * 1024
     /// Records one request is answered with; the follower asks again for the rest.
     public var maxRecordsPerRequest = 16_384
-    /// Forwards a room holds until the home's log shows them; the oldest is dropped past it
-    /// (its device sends it again after its next reconnect).
+    /// Forwards a room holds until the home's log shows them (and a home's records waiting to
+    /// be durable); the oldest is dropped past it (a device sends its batch again after its
+    /// next reconnect; a follower requests a record it missed).
     public var maxPendingForwardsPerRoom = 16_384
     /// Retransmissions of one forward before it is dropped (the home refused it).
     public var maxForwardAttempts = 60
@@ -221,8 +222,18 @@ public final class BridgeCore {
     // MARK: inputs
 
     /// A room the relay holds: restored at start (`head` its durable head) or just created.
+    /// Opening a room again (the relay forgot it, e.g. idle expiry, and made it anew) starts
+    /// it over from `head`.
     public func openRoom(_ room: String, head: UInt64, now: Instant) {
-        guard rooms[room] == nil, rooms.count < configuration.maxRooms else { return }
+        if let old = rooms[room] {
+            var fresh = RoomBridge(role: .discovering(since: now), head: head, published: head)
+            fresh.subscribedAsHome = old.subscribedAsHome
+            rooms[room] = fresh
+            logBuffer.forget(room)
+            logBuffer.expect(room, next: head + 1)
+            return
+        }
+        guard rooms.count < configuration.maxRooms else { return }
         rooms[room] = RoomBridge(role: .discovering(since: now), head: head, published: head)
         logBuffer.expect(room, next: head + 1)
         outputs.append(.subscribe(topics.home(room)))
@@ -281,6 +292,8 @@ public final class BridgeCore {
     /// once durable.
     public func handleAppended(_ record: RelayRecord) {
         guard var r = rooms[record.room], r.role == .home else { return }
+        // Bounded while the store does not confirm: followers repair what is dropped by request.
+        if r.unpublished.count >= configuration.maxPendingForwardsPerRoom { r.unpublished.removeFirst() }
         r.unpublished.append(record)
         r.head = max(r.head, record.roomSeq)
         rooms[record.room] = r
