@@ -404,12 +404,21 @@ public final class BridgeCore {
         }
         switch r.role {
         case .discovering:
-            if claim.daemon == me { becomeHome(room, now: now) } else { becomeFollower(room, home: claim.daemon, now: now) }
+            // Its own claim from before a restart: it may have lost a race it was in, so it
+            // settles like a fresh claim (a better claimant re-asserts meanwhile).
+            if claim.daemon == me {
+                rooms[room]!.role = .claiming(since: now, echoed: now)
+            } else {
+                becomeFollower(room, home: claim.daemon, now: now)
+            }
         case .claiming(let since, let echoed):
             if claim.daemon == me {
                 if echoed == nil { rooms[room]!.role = .claiming(since: since, echoed: now) }
             } else if claim.beats(myClaim(room)) {
                 becomeFollower(room, home: claim.daemon, now: now)
+            } else {
+                // The retained claim must end up the winner's.
+                publish(topics.home(room), .claim(room: room, myClaim(room)), retain: true)
             }
         case .home:
             guard claim.daemon != me else { return }

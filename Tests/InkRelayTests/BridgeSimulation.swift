@@ -144,6 +144,24 @@ final class SimBridgedDaemon: BridgeLogReader {
         core.handleConnected(now: now)
     }
 
+    /// A crash and restart: the relay comes back from the durable log, the bridge with a new
+    /// incarnation and a clean broker session; every session on this daemon is gone.
+    func restart(incarnation: UInt64, now: Instant) {
+        relay = Relay(configuration: RelayConfiguration(limits: RelayLimits(), wallClockAtZeroMs: 1_000_000, bridged: true))
+        for room in log.keys.sorted() {
+            for r in log[room]! { try! relay.restore(r) }
+        }
+        var c = core.configuration
+        c.incarnation = incarnation
+        core = BridgeCore(configuration: c, log: self)
+        inbox = [:]
+        broker.subscriptions[client] = []
+        broker.queue.removeAll { $0.client == client }
+        if broker.connected[client] { core.handleConnected(now: now) }
+        for room in relay.roomNames { core.openRoom(room, head: relay.roomHead(room) ?? 0, now: now) }
+        drain(now: now)
+    }
+
     func records(room: String, after: UInt64, maxRecords: Int, maxBytes: Int) -> [RelayRecord] {
         guard let all = log[room], after < UInt64(all.count) else { return [] }
         var out: [RelayRecord] = []

@@ -27,6 +27,11 @@ struct BridgeSimulationTests {
         let lateStart: Instant? = random.chance(50) ? Instant.zero + .milliseconds(random.below(4000)) : nil
         let restartAt: Instant? = random.chance(40) ? Instant.zero + .milliseconds(200 + random.below(3000)) : nil
         let reconnectAfter = Instant.Duration.milliseconds(50 + random.below(800))
+        // Daemon b (home or follower) crashes and restarts from its durable log.
+        let crashAt: Instant? = random.chance(40) ? Instant.zero + .milliseconds(300 + random.below(2500)) : nil
+        var crashed = false
+        var stoppedWatchers: Set<Int> = []
+        var rejoined: Device?
         var reconnectAt: Instant?
 
         // Devices: (daemon index, device). Senders draw strokes; watchers only watch.
@@ -41,6 +46,12 @@ struct BridgeSimulationTests {
             daemons[d].relay.handleMessage(SessionMessageCodec.encode(device.join()), from: s, now: now)
             daemons[d].drain(now: now)
             _ = device.apply(daemons[d].take(s))
+            return device
+        }
+        func reopen(_ d: Int, _ old: Device) -> Device {
+            var device = open(d, old.user, old.role, origin: old.origin)
+            device.nextOriginSeq = old.nextOriginSeq
+            device.nextStroke = old.nextStroke
             return device
         }
         senders.append((0, open(0, "teacher", .teacher, origin: 101)))
@@ -71,7 +82,13 @@ struct BridgeSimulationTests {
         var outcome = Outcome()
 
         func collect() {
-            for (i, w) in watchers.enumerated() {
+            if var device = rejoined {
+                let acks = device.apply(daemons[1].take(device.session))
+                for ack in acks { daemons[1].relay.handleMessage(SessionMessageCodec.encode(ack), from: device.session, now: now) }
+                if !acks.isEmpty { daemons[1].drain(now: now) }
+                rejoined = device
+            }
+            for (i, w) in watchers.enumerated() where !stoppedWatchers.contains(i) {
                 var device = w.1
                 for m in daemons[w.0].take(device.session) {
                     if case .roomBatch(let rb) = m {
@@ -91,7 +108,8 @@ struct BridgeSimulationTests {
         while now < deadline {
             // Done: everything sent, acknowledged, and seen by every watcher.
             if scheduleHead == schedule.count, senders.indices.allSatisfy({ acked[$0] == UInt64(batchesPerSender) }),
-               watchers.indices.allSatisfy({ received[$0]?.count == total }), lateStart == nil || daemons.count == 3 {
+               watchers.indices.allSatisfy({ stoppedWatchers.contains($0) || received[$0]?.count == total }), lateStart == nil || daemons.count == 3,
+               rejoined.map({ $0.seen.last == UInt64(total) || ($0.lastDigest != nil && $0.board.digest == daemons[1].relay.board("r")?.digest && daemons[1].relay.roomHead("r") == UInt64(total)) }) ?? true {
                 break
             }
             var next = deadline
@@ -102,6 +120,7 @@ struct BridgeSimulationTests {
             if daemons.count == 2 { consider(lateStart) }
             consider(restartAt.flatMap { now < $0 ? $0 : nil })
             consider(reconnectAt)
+            if !crashed { consider(crashAt) }
             now = max(now, next)
 
             if let r = restartAt, r == now {
@@ -116,6 +135,26 @@ struct BridgeSimulationTests {
                     d.core.handleConnected(now: now)
                     d.drain(now: now)
                 }
+            }
+            if let c = crashAt, !crashed, !(now < c) {
+                crashed = true
+                daemons[1].restart(incarnation: random.next(), now: now)
+                // Its devices come back: senders rejoin and send what was not acknowledged
+                // again (same numbers, new codec state); a new watcher joins with nothing.
+                for i in senders.indices where senders[i].0 == 1 {
+                    var device = senders[i].1
+                    device = reopen(1, device)
+                    for seq in ((acked[i] ?? 0) + 1)..<device.nextOriginSeq {
+                        let commands = sent.first { $0.origin == device.origin && $0.originSeq == seq }!.commands
+                        let message = device.batch(commands, originSeq: seq)
+                        daemons[1].relay.handleMessage(SessionMessageCodec.encode(message), from: device.session, now: now)
+                        daemons[1].drain(now: now)
+                    }
+                    senders[i].1 = device
+                }
+                mirror = reopen(1, mirror)
+                for i in watchers.indices where watchers[i].0 == 1 { stoppedWatchers.insert(i) }
+                rejoined = open(1, "w-b2", .viewer, origin: 904)
             }
             if let l = lateStart, daemons.count == 2, !(now < l) {
                 let c = SimBridgedDaemon(name: "c", incarnation: random.next(), broker: broker, now: now)
@@ -182,8 +221,18 @@ struct BridgeSimulationTests {
             outcome.failures.append("\(d.name) saw a home conflict")
         }
         for d in daemons where !d.orderedRefusals.isEmpty { outcome.failures.append("\(d.name) refused ordered records: \(d.orderedRefusals.prefix(3))") }
+        if let device = rejoined {
+            let live = device.seen.filter { $0 != 0 }
+            if device.board.digest != home.relay.board("r")?.digest { outcome.failures.append("the watcher joining b after its restart has another board") }
+            if let first = live.first, live != Array(first...(first + UInt64(live.count) - 1)) { outcome.failures.append("rejoined watcher saw \(live.prefix(8))...") }
+        }
         for (i, w) in watchers.enumerated() {
             let got = received[i] ?? []
+            if stoppedWatchers.contains(i) {
+                let want = log.prefix(got.count).map(\.roomSeq)
+                if got.map(\.0) != Array(want) { outcome.failures.append("watcher \(w.1.user) before the crash got \(got.prefix(5).map(\.0))...") }
+                continue
+            }
             let want = log.map { r -> (UInt64, [TimedCommand]) in
                 var fresh = BinaryCodecState()
                 return (r.roomSeq, try! BinaryBatchCodec.decode(r.payload, state: &fresh).commands)
