@@ -13,8 +13,11 @@ final class NativeDatagramSession: RelaySessionTransport {
     let connectionID: UInt64
     private(set) var address: SocketAddress
     private let arq: ARQSession
-    private unowned let transport: UDPTransport
-    private var daemon: Daemon { transport.daemon }
+    // Held without reference counting: the transport and the daemon outlive every session,
+    // and counted references to them (objects with weak references, so every count takes
+    // the slow path) cost several atomic operations per datagram.
+    private unowned(unsafe) let transport: UDPTransport
+    private unowned(unsafe) let daemon: Daemon
     private var session: SessionID?
     private var path = PathBudget()
     private var held: [[UInt8]] = []
@@ -44,6 +47,7 @@ final class NativeDatagramSession: RelaySessionTransport {
         self.connectionID = connectionID
         self.address = address
         self.transport = transport
+        daemon = transport.daemon
         arq = ARQSession(connectionID: connectionID, configuration: ARQConfiguration(), now: Instant(microseconds: transport.daemon.loop.now))
         timer = try LoopTimer(loop: transport.daemon.loop)
     }
@@ -195,12 +199,16 @@ final class NativeDatagramSession: RelaySessionTransport {
         let milliseconds = (deadline + 999) / 1000
         guard milliseconds != armedMilliseconds else { return }
         armedMilliseconds = milliseconds
-        timer.start(atMicroseconds: deadline) { [weak self] in
-            guard let self, !self.ended else { return }
-            self.armedMilliseconds = nil
-            self.arq.handleTimeout(now: Instant(microseconds: self.daemon.loop.now))
-            self.flush()
-        }
+        timer.start(atMicroseconds: deadline, timerFired)
+    }
+
+    /// One closure for every arming (no allocation per re-arm, no weak reference). The timer
+    /// is closed in `terminate`, before the session can go, so it never outlives `self`.
+    private lazy var timerFired: () -> Void = { [unowned self] in
+        guard !self.ended else { return }
+        self.armedMilliseconds = nil
+        self.arq.handleTimeout(now: Instant(microseconds: self.daemon.loop.now))
+        self.flush()
     }
 
     /// Segments held out of order right now.

@@ -255,7 +255,7 @@ public final class ARQSession: DatagramEndpoint {
             v.writeVarint(configuration.maxAckDelay.microseconds)
             frame.extensions = [FrameExtension(type: FrameExtension.maxAckDelayType, value: v.bytes)]
         }
-        var budget = configuration.maxDatagramSize - FrameCodec.encode(frame).count
+        var budget = configuration.maxDatagramSize - FrameCodec.encodedSize(of: frame)
         var chosen: [Int] = []  // ledger offsets
         var probing = false
 

@@ -27,6 +27,40 @@ public enum FrameCodec {
         5 + ByteWriter.varintSize(UInt64(payloadCount) << 1 | 1)
     }
 
+    /// `encode(frame).count`, without building the bytes (a sender sizing a datagram).
+    public static func encodedSize(of frame: Frame) -> Int {
+        var n = 2 + ByteWriter.varintSize(frame.connectionID) + 4
+        if let ack = frame.ack {
+            n += ByteWriter.varintSize(UInt64(ack.cumulative.rawValue)) + 4
+            n += ByteWriter.varintSize(UInt64(ack.ackDelay)) + ByteWriter.varintSize(UInt64(ack.window))
+            if !ack.ranges.isEmpty {
+                n += 1
+                var previousEnd = ack.cumulative
+                for r in ack.ranges {
+                    n += ByteWriter.varintSize(UInt64(UInt32(bitPattern: previousEnd.distance(to: r.start)) &- 1))
+                    n += ByteWriter.varintSize(UInt64(r.count &- 1))
+                    previousEnd = r.end
+                }
+            }
+        }
+        if !frame.extensions.isEmpty {
+            var e = 0
+            for x in frame.extensions { e += ByteWriter.varintSize(x.type) + ByteWriter.varintSize(UInt64(x.value.count)) + x.value.count }
+            n += ByteWriter.varintSize(UInt64(e)) + e
+        }
+        var previous: SequenceNumber?
+        for s in frame.segments {
+            if let p = previous {
+                n += ByteWriter.varintSize(UInt64(UInt32(bitPattern: p.distance(to: s.sequence))))
+            } else {
+                n += ByteWriter.varintSize(UInt64(s.sequence.rawValue))
+            }
+            previous = s.sequence
+            n += ByteWriter.varintSize(UInt64(s.payload.count) << 1 | (s.endOfMessage ? 1 : 0)) + s.payload.count
+        }
+        return n + checksumBytes
+    }
+
     public static func encode(_ frame: Frame) -> [UInt8] {
         var w = ByteWriter(capacity: 64 + frame.segments.reduce(0) { $0 + $1.payload.count + 4 })
         w.writeU8(version << 4 | frame.kind.rawValue)

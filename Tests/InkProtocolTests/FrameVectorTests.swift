@@ -73,6 +73,7 @@ private func frame(from block: [(String, String)]) -> Frame {
                 continue
             }
             #expect(hexString(encoded) == hexString(hexBytes(hex)), "\(name)")
+            #expect(FrameCodec.encodedSize(of: expected) == encoded.count, "\(name)")
             #expect(try FrameCodec.decode(hexBytes(hex)) == expected, "\(name)")
         }
     }
