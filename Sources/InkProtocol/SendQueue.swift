@@ -26,7 +26,8 @@ struct SendQueue {
         guard !isEmpty else { return nil }
         let message = messages[head]
         let n = min(maxPayload, message.count - offset)
-        let payload = Array(message[offset..<offset + n])
+        // A message that fits one segment (every live batch) goes as it is: no copy.
+        let payload = offset == 0 && n == message.count ? message : Array(message[offset..<offset + n])
         offset += n
         queuedBytes -= n
         let end = offset == message.count
