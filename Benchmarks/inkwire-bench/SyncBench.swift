@@ -39,7 +39,7 @@ func runSyncBench(_ arguments: [String]) -> Never {
         ("rtt_ms", "\(mode == "daemon" ? 0 : rttMs)"), ("seconds", fixed(result.seconds)), ("wall_seconds", fixed(result.wallSeconds)),
         ("bytes", "\(result.bytes)"), ("datagrams", "\(result.datagrams)"), ("retransmissions", "\(result.retransmissions)"),
         ("digest_ok", result.digestOK ? "true" : "false"), ("seed", "\(seed)"),
-    ]
+    ] + result.detail
     print("{" + json.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
     print("")
     print("| mode | points | loss % | rtt ms | seconds | wall s | bytes | digest |")
@@ -57,6 +57,8 @@ struct SyncBenchResult {
     var datagrams: Int
     var retransmissions: Int
     var digestOK: Bool
+    /// Extra JSON fields (daemon-link: both ends' ARQ figures, the proxy's and the kernel's drops).
+    var detail: [(String, String)] = []
 }
 
 private func fixed(_ v: Double) -> String {
@@ -243,12 +245,18 @@ private func syncBenchSimulated(_ batches: [[TimedCommand]], lossPercent: Int, r
     link.queueCapacity = 100_000
     let joiner = SimJoiner(now: start)
     let server = SimRelayEnd(relay: relay, now: start)
+    var maxWindow = 0, cwndLimitedSteps = 0, windowLimitedSteps = 0, steps = 0
     do {
         try network.connect(joiner, node: 0, server, node: 1, aToB: link, bToA: link)
         var limit = 0
         while joiner.done == nil, limit < 10_000_000, let t = network.nextEventTime() {
             try network.advance(to: t)
             limit += 1
+            let stats = server.arq.stats
+            maxWindow = max(maxWindow, stats.congestionWindow)
+            if stats.bytesInFlight + 1200 > stats.congestionWindow { cwndLimitedSteps += 1 }
+            if stats.segmentsInFlight >= 255 { windowLimitedSteps += 1 }
+            steps += 1
         }
     } catch {
         print("sync bench: simulator failed: \(error) (seed \(seed))")
@@ -260,7 +268,15 @@ private func syncBenchSimulated(_ batches: [[TimedCommand]], lossPercent: Int, r
         exit(1)
     }
     let virtual = Double(done.at.since(start).microseconds) / 1e6
+    let stats = server.arq.stats
+    let detail: [(String, String)] = [
+        ("server_losses", "\(stats.lossesDetected)"), ("server_probes", "\(stats.probesSent)"),
+        ("viewer_duplicates", "\(joiner.session.linkStats?.duplicateSegmentsReceived ?? 0)"),
+        ("server_cwnd_end", "\(stats.congestionWindow)"), ("server_cwnd_max", "\(maxWindow)"),
+        ("cwnd_limited_share", "\(Double(cwndLimitedSteps) / Double(max(steps, 1)))"),
+        ("window_limited_share", "\(Double(windowLimitedSteps) / Double(max(steps, 1)))"),
+    ]
     return SyncBenchResult(seconds: virtual, wallSeconds: wall, bytes: joiner.bytes, datagrams: joiner.datagrams,
-                           retransmissions: server.arq.stats.retransmissions, digestOK: done.matches)
+                           retransmissions: stats.retransmissions, digestOK: done.matches, detail: detail)
 }
 

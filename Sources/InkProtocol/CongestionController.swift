@@ -11,7 +11,12 @@
 ///   `randomLossTolerancePercent` keeps the window (a Wi-Fi link losing 5 % of datagrams at
 ///   random would otherwise hold a bulk history sync to a few hundred KB/s). Losses above that
 ///   share (a queue overflowing) reduce it as before; the sample decays by half every
-///   `sampleDecayWindows` windows so it follows the current path.
+///   `sampleDecayWindows` windows so it follows the current path. The share is taken over at
+///   least `minimumSampleSegments` (one of a flow's first segments lost is 5 %, not 100 %), and
+///   once `sampleDecayWindows` windows were acknowledged since a reduction with the share back
+///   at random levels, slow start resumes: a window cut early by a chance cluster of random
+///   losses otherwise grew one segment per round trip for the rest of a bulk sync (a 1M-point
+///   sync at 5 % loss took 0.86 s or 3.2 s virtual depending on the seed).
 /// - It only gates new data when bytes in flight would exceed it, and it only grows while the
 ///   sender actually uses it, so sparse live strokes (a few hundred bytes in flight) are never
 ///   held back while a bulk history transfer is paced by acknowledgements.
@@ -36,6 +41,8 @@ struct CongestionController {
     /// Bytes acknowledged and lost recently (decaying), for the random-loss test.
     private var sampleAcked = 0
     private var sampleLost = 0
+    /// Bytes acknowledged since the window was last reduced.
+    private var ackedSinceReduction = 0
 
     init(segmentSize: Int) {
         self.segmentSize = segmentSize
@@ -48,7 +55,14 @@ struct CongestionController {
 
     mutating func onAck(bytes: Int, sentAt: Instant, bytesInFlightBefore: Int) {
         sampleAcked += bytes
+        ackedSinceReduction += bytes
         decaySample()
+        // The loss that ended slow start is history (`sampleDecayWindows` windows acknowledged
+        // since) and the recent loss share is that of random loss: probe upward again.
+        if slowStartThreshold != Int.max, ackedSinceReduction >= window * CongestionController.sampleDecayWindows,
+           sampleLost * 100 <= (sampleAcked + sampleLost) * CongestionController.randomLossTolerancePercent {
+            slowStartThreshold = Int.max
+        }
         if let r = recoveryStart, !(r < sentAt) { return }
         // Application-limited: do not grow a window the sender is not filling.
         guard bytesInFlightBefore * 2 >= window else { return }
@@ -63,16 +77,19 @@ struct CongestionController {
         sampleLost += bytes
         decaySample()
         if let r = recoveryStart, !(r < sentAt) { return }
-        let sample = sampleAcked + sampleLost
-        if sample >= segmentSize * CongestionController.minimumSampleSegments,
-           sampleLost * 100 <= sample * CongestionController.randomLossTolerancePercent { return }
+        // Judged against at least the minimum sample: a loss among the first segments of a
+        // flow (one of the first 20 is 5 %) is not yet evidence of congestion.
+        let sample = max(sampleAcked + sampleLost, segmentSize * CongestionController.minimumSampleSegments)
+        if sampleLost * 100 <= sample * CongestionController.randomLossTolerancePercent { return }
         recoveryStart = now
         window = max(window * CongestionController.lossReductionTenths / 10, segmentSize * CongestionController.minimumSegments)
         slowStartThreshold = window
+        ackedSinceReduction = 0
     }
 
     mutating func onPersistentCongestion(now: Instant) {
         recoveryStart = now
+        ackedSinceReduction = 0
         slowStartThreshold = max(window / 2, segmentSize * CongestionController.minimumSegments)
         window = segmentSize * CongestionController.minimumSegments
     }

@@ -112,6 +112,11 @@ import Testing
         #expect(cc.window == 10_000)
         cc.onAck(bytes: 1000, sentAt: t, bytesInFlightBefore: 9000)
         #expect(cc.window == 11_000)
+        // A loss among the first segments is judged against the minimum sample (20 segments):
+        // one is 5 %, random; a third is over 10 %, congestion.
+        cc.onLoss(bytes: 1000, sentAt: t, now: t + .milliseconds(10))
+        cc.onLoss(bytes: 1000, sentAt: t, now: t + .milliseconds(10))
+        #expect(cc.window == 11_000)
         cc.onLoss(bytes: 1000, sentAt: t, now: t + .milliseconds(10))
         #expect(cc.window == 7_700)
         // A second loss from the same flight is the same event.
@@ -122,6 +127,28 @@ import Testing
         #expect(cc.window == 7_700 + 1000 * 1000 / 7_700)
         cc.onPersistentCongestion(now: t + .milliseconds(30))
         #expect(cc.window == 2_000)
+    }
+
+    @Test func slowStartResumesOnceTheLossThatEndedItIsHistory() throws {
+        var cc = CongestionController(segmentSize: 1000)
+        let t = Instant.milliseconds(100)
+        for _ in 0..<3 { cc.onLoss(bytes: 1000, sentAt: t, now: t + .milliseconds(10)) }
+        #expect(cc.window == 7_000)
+        // Congestion avoidance: about a segment per window of acknowledged bytes...
+        cc.onAck(bytes: 1000, sentAt: t + .milliseconds(20), bytesInFlightBefore: 7_000)
+        #expect(cc.window == 7_000 + 1000 * 1000 / 7_000)
+        // ...until `sampleDecayWindows` windows were acknowledged with the lost share at random
+        // levels: then slow start again (a window per window).
+        var acked = 1000
+        var resumedAt: (acked: Int, window: Int)?
+        for _ in 0..<400 where resumedAt == nil {
+            let before = cc.window
+            cc.onAck(bytes: 1000, sentAt: t + .milliseconds(20), bytesInFlightBefore: 1_000_000)
+            acked += 1000
+            if cc.window == before + 1000 { resumedAt = (acked, before) } else { #expect(cc.window < before + 1000) }
+        }
+        let resumed = try #require(resumedAt)
+        #expect(resumed.acked >= resumed.window * 8 && resumed.acked < (resumed.window + 1000) * 8 + 1000)
     }
 
     @Test func randomLossBelowToleranceKeepsTheWindow() {
