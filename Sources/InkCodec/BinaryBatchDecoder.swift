@@ -66,9 +66,10 @@ public enum BinaryBatchDecoder {
         }
         var opaqueBudget = UInt64(bytes.count)
         var decoded = 0
-        while true {
-            let kind = d.get(.kind(open: context.isOpen))
-            if kind == BinaryKind.endOfBatch { break }
+        // No symbol marks the end: the batch ends where its bytes do, with the coder back in its
+        // initial state (every command's kind symbol moves the state away from it).
+        while !d.isAtEnd {
+            let kind = d.get(.kind(context.kindContext))
             decoded += 1
             guard decoded <= Batch.maxCommands else { throw .tooManyCommands }
             let command = try decodeCommand(kind, &d, &context, &opaqueBudget)
@@ -126,12 +127,26 @@ public enum BinaryBatchDecoder {
             let c = BinaryPrediction.timeClass(timeSymbol)
             let n = continues ? context.count : 0
             let base = BinaryPrediction.residualBase(count: n, timeClass: c)
-            let px = n == 0 ? Int64(context.xs.0) : BinaryPrediction.predict(context.xs, count: n, timeClass: c)
-            let py = n == 0 ? Int64(context.ys.0) : BinaryPrediction.predict(context.ys, count: n, timeClass: c)
+            let px = n == 0 ? Int64(context.anchorX) : BinaryPrediction.predict(context.xs, count: n, timeClass: c)
+            let py = n == 0 ? Int64(context.anchorY) : BinaryPrediction.predict(context.ys, count: n, timeClass: c)
             let sx = d.get(.residual(base))
             let sy = d.get(.residual(base + 1))
-            let bx = BinaryPrediction.extraBits(sx)
-            let by = BinaryPrediction.extraBits(sy)
+            var bx = BinaryPrediction.extraBits(sx)
+            var by = BinaryPrediction.extraBits(sy)
+            var signX: UInt64 = 0
+            var signY: UInt64 = 0
+            let modelledSigns = n < BinaryPrediction.signModelledBelow
+            if modelledSigns {
+                let signs = 4 * n
+                if sx != 0 {
+                    signX = UInt64(d.get(.sign(signs)))
+                    bx -= 1
+                }
+                if sy != 0 {
+                    signY = UInt64(d.get(.sign(signs + 1 + (sx == 0 ? 0 : 1 + Int(signX)))))
+                    by -= 1
+                }
+            }
             var ex: UInt64
             var ey: UInt64
             if bx + by <= RANSConstants.maxRawBits {
@@ -141,6 +156,10 @@ public enum BinaryBatchDecoder {
             } else {
                 ex = d.getWideBits(bx)
                 ey = d.getWideBits(by)
+            }
+            if modelledSigns {
+                ex = ex << 1 | signX
+                ey = ey << 1 | signY
             }
             guard let x = Int32(exactly: px + BinaryPrediction.residual(sx, extra: ex)),
                   let y = Int32(exactly: py + BinaryPrediction.residual(sy, extra: ey)) else { throw .coordinateOutOfRange }

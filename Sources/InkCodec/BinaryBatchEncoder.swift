@@ -1,8 +1,9 @@
 // Encoder of the compact binary codec: Batch -> bytes, against a BinaryCodecState.
 
-/// Kind symbols (docs/protocol.md section 2.3). 16...19 are reserved.
+/// Kind symbols (docs/protocol.md section 2.1). 0 and 16...19 are reserved (a batch ends where
+/// its bytes do, so no symbol marks the end; 0 keeps slot 0 of every kind table unused).
 enum BinaryKind {
-    static let endOfBatch = 0, move = 1, end = 2, startPen = 3, startEraser = 4, point = 5
+    static let reserved = 0, move = 1, end = 2, startPen = 3, startEraser = 4, point = 5
     static let penStyle = 6, undo = 7, redo = 8, clear = 9, erase = 10, addPage = 11
     static let switchPage = 12, room = 13, opaque = 14
     /// A move exactly one 60 Hz frame after the previous command: no time symbol follows.
@@ -57,7 +58,6 @@ public struct BinaryBatchEncoder {
         for timed in batch.commands {
             try put(timed, &context)
         }
-        coder.put(BinaryKind.endOfBatch, .kind(open: context.isOpen))
         let before = out.count
         coder.finish(into: &out)
         let written = out.count - before
@@ -72,7 +72,7 @@ public struct BinaryBatchEncoder {
 
     @inline(__always)
     private mutating func put(_ timed: TimedCommand, _ context: inout StrokeContext) throws(BinaryCodecError) {
-        let kindTable = BinaryTable.kind(open: context.isOpen)
+        let kindTable = BinaryTable.kind(context.kindContext)
         switch timed.command {
         case .point(let p):
             let continues = context.continues(stroke: p.stroke, phase: p.phase)
@@ -100,17 +100,21 @@ public struct BinaryBatchEncoder {
             let c = BinaryPrediction.timeClass(timeSymbol)
             let n = continues ? context.count : 0
             let base = BinaryPrediction.residualBase(count: n, timeClass: c)
-            let px = n == 0 ? Int64(context.xs.0) : BinaryPrediction.predict(context.xs, count: n, timeClass: c)
-            let py = n == 0 ? Int64(context.ys.0) : BinaryPrediction.predict(context.ys, count: n, timeClass: c)
+            let px = n == 0 ? Int64(context.anchorX) : BinaryPrediction.predict(context.xs, count: n, timeClass: c)
+            let py = n == 0 ? Int64(context.anchorY) : BinaryPrediction.predict(context.ys, count: n, timeClass: c)
             let (sx, ex, bx) = BinaryPrediction.residualSymbol(Int64(p.x) - px)
             let (sy, ey, by) = BinaryPrediction.residualSymbol(Int64(p.y) - py)
             coder.put(sx, .residual(base))
             coder.put(sy, .residual(base + 1))
-            if bx + by <= RANSConstants.maxRawBits {
-                coder.putBits(ex << UInt64(by) | ey, bx + by)
+            if n < BinaryPrediction.signModelledBelow {
+                // The first points' signs follow the stroke's direction: coded with a model, so
+                // only the mantissas stay raw.
+                let signs = 4 * n
+                if sx != 0 { coder.put(Int(ex & 1), .sign(signs)) }
+                if sy != 0 { coder.put(Int(ey & 1), .sign(signs + 1 + (sx == 0 ? 0 : 1 + Int(ex & 1)))) }
+                putPair(ex >> 1, bx == 0 ? 0 : bx - 1, ey >> 1, by == 0 ? 0 : by - 1)
             } else {
-                coder.putWideBits(ex, bx)
-                coder.putWideBits(ey, by)
+                putPair(ex, bx, ey, by)
             }
             context.record(p, continues: continues)
         case .penStyle(let style):
@@ -161,6 +165,17 @@ public struct BinaryBatchEncoder {
             coder.putBits(UInt64(kind.rawValue), 8)
             coder.putUInt(UInt64(payload.count))
             for byte in payload { coder.putBits(UInt64(byte), 8) }
+        }
+    }
+
+    /// Two raw fields, as one when together at most 23 bits.
+    @inline(__always)
+    private func putPair(_ a: UInt64, _ aBits: Int, _ b: UInt64, _ bBits: Int) {
+        if aBits + bBits <= RANSConstants.maxRawBits {
+            coder.putBits(a << UInt64(bBits) | b, aBits + bBits)
+        } else {
+            coder.putWideBits(a, aBits)
+            coder.putWideBits(b, bBits)
         }
     }
 

@@ -18,9 +18,13 @@ public struct StrokeContext: Hashable, Sendable {
     public internal(set) var isOpen = false
     /// How many of its points `xs`/`ys` hold (0...3); 0 before any point.
     public internal(set) var count = 0
-    /// Its last points, newest first. Index 0 is also the pen position a new stroke starts from.
+    /// Its last points, newest first.
     public internal(set) var xs: (Int32, Int32, Int32) = (0, 0, 0)
     public internal(set) var ys: (Int32, Int32, Int32) = (0, 0, 0)
+    /// The first point of that stroke's history (the last point that started one): a new
+    /// stroke's first point is predicted from it (strokes of a character start near each other).
+    public internal(set) var anchorX: Int32 = 0
+    public internal(set) var anchorY: Int32 = 0
 
     public static let initial = StrokeContext()
 
@@ -28,7 +32,8 @@ public struct StrokeContext: Hashable, Sendable {
 
     public static func == (a: StrokeContext, b: StrokeContext) -> Bool {
         a.timeMs == b.timeMs && a.stroke == b.stroke && a.tool == b.tool && a.isOpen == b.isOpen
-            && a.count == b.count && a.xs == b.xs && a.ys == b.ys
+            && a.count == b.count && a.xs == b.xs && a.ys == b.ys && a.anchorX == b.anchorX
+            && a.anchorY == b.anchorY
     }
 
     public func hash(into h: inout Hasher) {
@@ -64,11 +69,17 @@ public struct StrokeContext: Hashable, Sendable {
             xs = (p.x, xs.0, xs.1)
             ys = (p.y, ys.0, ys.1)
             count = 1
+            anchorX = p.x
+            anchorY = p.y
         }
         stroke = p.stroke
         tool = p.tool
         isOpen = p.phase != .end
     }
+
+    /// Selects the kind table: 0 without an open stroke, else the remembered point count (1...3).
+    @inline(__always)
+    var kindContext: Int { isOpen ? count : 0 }
 
     /// Whether a point with this stroke and phase extends the remembered stroke (else it starts
     /// a new prediction history from the pen position).

@@ -12,19 +12,28 @@ struct BinaryTable: Sendable {
     static let kindAlphabet = 20
     static let timeAlphabet = 32
     static let residualAlphabet = 124
+    static let signAlphabet = 2
+    static let kindCount = 4
     static let residualCount = 20
-    static let count = 7 + residualCount
+    static let signCount = 12
+    static let count = 1 + kindCount + 4 + residualCount + signCount
 
     static let header = BinaryTable(id: 0, base: 0)
-    /// `kind(open:)`: whether the author's current stroke is open (has not ended).
-    static func kind(open: Bool) -> BinaryTable {
-        open ? BinaryTable(id: 1, base: 4) : BinaryTable(id: 2, base: 24)
-    }
+    /// `kind(context)`: 0 when the author has no open stroke, else the remembered point count
+    /// (1...3) of the open stroke.
+    @inline(__always)
+    static func kind(_ context: Int) -> BinaryTable { BinaryTable(id: 1 &+ context, base: 4 &+ 20 &* context) }
     /// `time(group)`: 0 move, 1 end, 2 other point, 3 any other command.
-    static func time(_ group: Int) -> BinaryTable { BinaryTable(id: 3 + group, base: 44 + 32 * group) }
+    @inline(__always)
+    static func time(_ group: Int) -> BinaryTable { BinaryTable(id: 5 &+ group, base: 84 &+ 32 &* group) }
     /// Residual tables: 0 and 1 code a stroke's first point (x, y); then per remembered point
     /// count n in 1...3 and time class c in 0...2, table 2 + ((n - 1) * 3 + c) * 2 + (0 x, 1 y).
-    static func residual(_ index: Int) -> BinaryTable { BinaryTable(id: 7 + index, base: 172 + 124 * index) }
+    @inline(__always)
+    static func residual(_ index: Int) -> BinaryTable { BinaryTable(id: 9 &+ index, base: 212 &+ 124 &* index) }
+    /// Sign tables of points with n = 0, 1, 2 remembered points: 4 n + 0 for x, 4 n + 1 + (0 when
+    /// x's residual is 0, 1 when positive, 2 when negative) for y.
+    @inline(__always)
+    static func sign(_ index: Int) -> BinaryTable { BinaryTable(id: 29 &+ index, base: 2692 &+ 2 &* index) }
 }
 
 /// Encoder view of one symbol: ryg's reciprocal form, so encoding needs no division.
@@ -70,6 +79,7 @@ final class BinaryModel: @unchecked Sendable {
 
     private init() {
         let rows: [[UInt16]] = BinaryTables.header + BinaryTables.kind + BinaryTables.time + BinaryTables.residual
+            + BinaryTables.sign
         precondition(rows.count == BinaryTable.count, "BinaryTables shape")
         var base: [Int] = []
         var alphabet: [Int] = []
@@ -79,8 +89,12 @@ final class BinaryModel: @unchecked Sendable {
             alphabet.append(row.count)
             n += row.count
         }
-        precondition(base[BinaryTable.residual(BinaryTable.residualCount - 1).id] == BinaryTable.residual(BinaryTable.residualCount - 1).base)
+        for table in [BinaryTable.header, .kind(BinaryTable.kindCount - 1), .time(3),
+                      .residual(BinaryTable.residualCount - 1), .sign(BinaryTable.signCount - 1)] {
+            precondition(base[table.id] == table.base, "BinaryTable bases")
+        }
         precondition(alphabet[BinaryTable.residual(0).id] == BinaryTable.residualAlphabet)
+        precondition(alphabet[BinaryTable.sign(0).id] == BinaryTable.signAlphabet)
         self.base = base
         self.alphabet = alphabet
         start = .allocate(capacity: n)

@@ -7,6 +7,9 @@ enum BinaryPrediction {
     static let offGridSymbol = 25
     /// Times at or above this are always coded off the frame grid (keeps the grid maths exact).
     static let gridLimitMs: UInt64 = 1 << 40
+    /// Points with fewer remembered points than this code their residual signs with the sign
+    /// tables (a stroke's start and first moves); later points put them raw.
+    static let signModelledBelow = 3
 
     /// The 60 Hz frame nearest to `t` ms.
     @inline(__always)

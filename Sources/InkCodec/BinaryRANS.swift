@@ -226,6 +226,10 @@ struct RANSDecoder {
         return (1 << UInt64(length - 1)) | getWideBits(length - 1)
     }
 
-    /// True when every byte was consumed and the state is back where the encoder began.
+    /// True when every byte was consumed and the state is back where the encoder began: the end
+    /// of the batch (no op that has a successor can leave the state there, see `BinaryBatchDecoder`).
+    var isAtEnd: Bool { position == bytes.count && x == RANSConstants.initialState }
+
+    /// `isAtEnd`, and every byte was where an encoder would have put it.
     var isCleanEnd: Bool { position == bytes.count && x == RANSConstants.initialState && isCanonical }
 }

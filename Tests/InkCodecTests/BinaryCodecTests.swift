@@ -90,43 +90,44 @@ import Testing
     #expect(decodeFresh([0x00]) == .badState)
     #expect(decodeFresh([0x80, 0, 0, 0, 0]) == .badState)
     #expect(decodeFresh(coded { $0.put(3, .header) }) == .unsupportedHeader(3))
-    #expect(decodeFresh(coded { $0.put(0, .header); $0.put(0, .kind(open: false)) }) == .missingContext)
+    #expect(decodeFresh(coded { $0.put(0, .header) }) == .missingContext)
     let authored: (RANSEncoder) -> Void = { $0.put(1, .header); $0.putUInt(9) }
-    #expect(decodeFresh(coded { authored($0); $0.put(0, .kind(open: false)) }) == nil)
-    #expect(decodeFresh(coded { authored($0); $0.put(16, .kind(open: false)) }) == .reservedKind(16))
+    #expect(decodeFresh(coded { authored($0) }) == nil)
+    #expect(decodeFresh(coded { authored($0); $0.put(16, .kind(0)) }) == .reservedKind(16))
+    // Kind 0 (slot 0 of every kind table) is never a command: the batch ends where its bytes do.
+    #expect(decodeFresh(coded { authored($0); $0.put(0, .kind(0)) }) == .reservedKind(0))
     // A move while no stroke is open.
     #expect(decodeFresh(coded {
-        authored($0); $0.put(BinaryKind.move, .kind(open: false)); $0.put(3, .time(0))
+        authored($0); $0.put(BinaryKind.move, .kind(0)); $0.put(3, .time(0))
     }) == .badField)
-    #expect(decodeFresh(coded { authored($0); $0.put(BinaryKind.clear, .kind(open: false)); $0.put(26, .time(3)) }) == .badTime)
+    #expect(decodeFresh(coded { authored($0); $0.put(BinaryKind.clear, .kind(0)); $0.put(26, .time(3)) }) == .badTime)
     // Pen colour 7.
     #expect(decodeFresh(coded {
-        authored($0); $0.put(BinaryKind.penStyle, .kind(open: false)); $0.put(0, .time(3)); $0.putBits(7, 3); $0.putBits(1, 2)
+        authored($0); $0.put(BinaryKind.penStyle, .kind(0)); $0.put(0, .time(3)); $0.putBits(7, 3); $0.putBits(1, 2)
     }) == .badField)
     // An author id above UInt32.
     #expect(decodeFresh(coded { $0.put(1, .header); $0.putUInt(1 << 32) }) == .badField)
     // A coordinate outside Int32: residual 2^31 from the pen position 0.
     #expect(decodeFresh(coded {
-        authored($0); $0.put(BinaryKind.startPen, .kind(open: false)); $0.put(0, .time(2))
+        authored($0); $0.put(BinaryKind.startPen, .kind(0)); $0.put(0, .time(2))
         let (sx, ex, bx) = BinaryPrediction.residualSymbol(1 << 31)
-        $0.put(sx, .residual(0)); $0.put(0, .residual(1)); $0.putWideBits(ex, bx)
+        $0.put(sx, .residual(0)); $0.put(0, .residual(1)); $0.put(Int(ex & 1), .sign(0)); $0.putWideBits(ex >> 1, bx - 1)
     }) == .coordinateOutOfRange)
     // An opaque payload longer than the input could carry, and one above the bound.
     #expect(decodeFresh(coded {
-        authored($0); $0.put(BinaryKind.opaque, .kind(open: false)); $0.put(0, .time(3)); $0.putBits(200, 8); $0.putUInt(50)
+        authored($0); $0.put(BinaryKind.opaque, .kind(0)); $0.put(0, .time(3)); $0.putBits(200, 8); $0.putUInt(50)
     }) == .payloadTooLarge(50))
     #expect(decodeFresh(coded {
-        authored($0); $0.put(BinaryKind.opaque, .kind(open: false)); $0.put(0, .time(3)); $0.putBits(200, 8); $0.putUInt(1 << 20)
+        authored($0); $0.put(BinaryKind.opaque, .kind(0)); $0.put(0, .time(3)); $0.putBits(200, 8); $0.putUInt(1 << 20)
     }) == .payloadTooLarge(1 << 20))
     // More commands than Batch.maxCommands (cheap clears from nothing).
     #expect(decodeFresh(coded {
         authored($0)
-        for _ in 0...Batch.maxCommands { $0.put(BinaryKind.clear, .kind(open: false)); $0.put(0, .time(3)) }
-        $0.put(0, .kind(open: false))
+        for _ in 0...Batch.maxCommands { $0.put(BinaryKind.clear, .kind(0)); $0.put(0, .time(3)) }
     }) == .tooManyCommands)
     // A state with a leading zero byte, or a 4-byte state below the bound before more bytes:
     // not the canonical form.
-    let good = coded { authored($0); $0.put(0, .kind(open: false)) }
+    let good = coded { authored($0) }
     #expect(decodeFresh([0] + good) == .badState)
     #expect(decodeFresh([0, 0x7F, 0xFF, 0xFF, 0x00]) == .badState)
     // Naming the previous batch's author again, or a generic point where a move would do.
