@@ -36,14 +36,15 @@ struct BinaryTable: Sendable {
     static func sign(_ index: Int) -> BinaryTable { BinaryTable(id: 29 &+ index, base: 2692 &+ 2 &* index) }
 }
 
-/// Encoder view of one symbol: ryg's reciprocal form, so encoding needs no division.
+/// Encoder view of one symbol: a reciprocal form, so encoding needs no division. For a state
+/// x < 2^32, x div freq = high 64 bits of x * ceil(2^64 / freq) (exact: freq < 2^12); a symbol
+/// of frequency 1 uses 2^64 - 1 (giving x - 1) and folds the difference into `bias`.
 struct RANSEncSymbol {
+    var rcpFreq: UInt64
     /// Renormalise (emit bytes) while the state is at or above this.
     var xMax: UInt32
-    var rcpFreq: UInt32
     var bias: UInt32
     var cmplFreq: UInt32
-    var rcpShift: UInt32
 }
 
 /// The model's buffers as plain pointers (immortal), so the coder's hot paths touch no class
@@ -117,17 +118,13 @@ final class BinaryModel: @unchecked Sendable {
                     lut[t * Int(BinaryModel.total) + Int(slot)] = UInt8(s)
                 }
                 var e = RANSEncSymbol(
-                    xMax: ((l >> scale) << 8) * f, rcpFreq: 0, bias: 0,
-                    cmplFreq: BinaryModel.total - f, rcpShift: 0)
+                    rcpFreq: 0, xMax: ((l >> scale) << 8) * f, bias: 0, cmplFreq: BinaryModel.total - f)
                 if f < 2 {
                     e.rcpFreq = ~0
-                    e.rcpShift = 0
                     e.bias = cumulative + BinaryModel.total - 1
                 } else {
-                    var shift: UInt32 = 0
-                    while f > (1 << shift) { shift += 1 }
-                    e.rcpFreq = UInt32(((UInt64(1) << (shift + 31)) + UInt64(f) - 1) / UInt64(f))
-                    e.rcpShift = shift - 1
+                    // ceil(2^64 / f) = (2^64 - 1) div f + 1 for every f >= 2.
+                    e.rcpFreq = UInt64.max / UInt64(f) + 1
                     e.bias = cumulative
                 }
                 enc[g] = e

@@ -1,4 +1,4 @@
-// The entropy coder of the compact binary codec: byte-wise rANS with a 31-bit state and
+// The entropy coder of the compact binary codec: byte-wise rANS with a 32-bit state and
 // static 12-bit tables (docs/protocol.md section 2.2). rANS decodes without division, which is
 // what lets a decoder run at tens of millions of points per second.
 //
@@ -9,11 +9,12 @@
 // - The final state is written in as few bytes as it needs when nothing else was emitted.
 
 enum RANSConstants {
-    /// Lower bound of the normalised state interval [L, 256 L).
-    static let lowerBound: UInt32 = 1 << 23
+    /// Lower bound of the normalised state interval [L, 256 L) = [2^24, 2^32): the final state
+    /// fills its 4 bytes (a 31-bit state wasted one bit per batch).
+    static let lowerBound: UInt32 = 1 << 24
     /// The state an encoder starts from and a decoder must end in.
     static let initialState: UInt64 = 1
-    /// Raw bits are put at most this many at a time (the state keeps at least 31 - 23 = 8).
+    /// Raw bits are put at most this many at a time (the state keeps at least 32 - 23 = 9).
     static let maxRawBits = 23
 }
 
@@ -107,8 +108,8 @@ final class RANSEncoder {
             let op = ops[i]
             if op & RANSEncoder.rawFlag != 0 {
                 let k = UInt32(truncatingIfNeeded: op >> 32) & 0x1F
-                let xMax: UInt32 = 1 << (31 - k)
-                while x >= xMax {
+                let xMax: UInt64 = 1 << (32 - UInt64(k))
+                while UInt64(x) >= xMax {
                     position &-= 1
                     emitted[position] = UInt8(truncatingIfNeeded: x)
                     x >>= 8
@@ -121,11 +122,11 @@ final class RANSEncoder {
                     emitted[position] = UInt8(truncatingIfNeeded: x)
                     x >>= 8
                 }
-                let q = UInt32(truncatingIfNeeded: (UInt64(x) &* UInt64(s.rcpFreq)) >> 32) >> s.rcpShift
+                let q = UInt32(truncatingIfNeeded: UInt64(x).multipliedFullWidth(by: s.rcpFreq).high)
                 x = x &+ s.bias &+ q &* s.cmplFreq
             }
         }
-        // The final state (< 2^31), big-endian: 4 bytes when bytes follow, else as few as needed.
+        // The final state, big-endian: 4 bytes when bytes follow, else as few as needed.
         var stateBytes = 4
         if position == emittedCapacity {
             stateBytes = 1
@@ -161,7 +162,7 @@ struct RANSDecoder {
         for i in 0..<stateBytes { x = x << 8 | UInt64(bytes[i]) }
         // Canonical form: a short state has no leading zero byte; a 4-byte state followed by
         // bytes is normalised (the encoder only emits bytes once its state reached the bound).
-        guard x < 1 << 31, bytes[0] != 0 || bytes.count > 4 else { return nil }
+        guard x != 0, bytes[0] != 0 || bytes.count > 4 else { return nil }
         guard bytes.count <= 4 || x >= UInt64(RANSConstants.lowerBound) else { return nil }
         self.x = x
         position = stateBytes
@@ -193,7 +194,7 @@ struct RANSDecoder {
         let symbol = Int(truncatingIfNeeded: lut[table.id &* Int(BinaryModel.total) &+ slot])
         let fs = UInt64(freqStart[table.base &+ symbol])
         x = (fs & 0xFFFF) &* (x >> UInt64(BinaryModel.scaleBits)) &+ UInt64(slot) &- (fs >> 16)
-        renormalise(xMax: (fs & 0xFFFF) << (31 - UInt64(BinaryModel.scaleBits)))
+        renormalise(xMax: (fs & 0xFFFF) << (32 - UInt64(BinaryModel.scaleBits)))
         return symbol
     }
 
@@ -203,7 +204,7 @@ struct RANSDecoder {
         if count == 0 { return 0 }
         let value = x & ((1 << UInt64(count)) - 1)
         x >>= UInt64(count)
-        renormalise(xMax: 1 << (31 - UInt64(count)))
+        renormalise(xMax: 1 << (32 - UInt64(count)))
         return value
     }
 

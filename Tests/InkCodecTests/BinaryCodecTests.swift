@@ -88,7 +88,7 @@ import Testing
     }
     #expect(decodeFresh([]) == .badLength(0))
     #expect(decodeFresh([0x00]) == .badState)
-    #expect(decodeFresh([0x80, 0, 0, 0, 0]) == .badState)
+    #expect(decodeFresh([0x00, 0xFF, 0xFF, 0xFF, 0x00]) == .badState)
     #expect(decodeFresh(coded { $0.put(3, .header) }) == .unsupportedHeader(3))
     #expect(decodeFresh(coded { $0.put(0, .header) }) == .missingContext)
     let authored: (RANSEncoder) -> Void = { $0.put(1, .header); $0.putUInt(9) }
