@@ -56,9 +56,10 @@ import Testing
 
         let legacy = try LegacyTestClient(port: ports.legacy)
         #expect(daemon.waitForLine(containing: "msg=\"legacy device joined\"") != nil)
-        // A long line of the app's text commands (a few hundred bytes once encoded).
+        // A long line of the app's text commands (about 8 KB once encoded: more than the room has
+        // left after refusing a 400-point stroke, whatever the codec's ratio).
         var line = ["3,2,3"]
-        for i in 0..<300 { line.append("1,0.\(100_000 + (i * 7919) % 800_000),0.\(100_000 + (i * 104_729) % 800_000),\(i == 0 ? 1 : (i == 299 ? 3 : 2))") }
+        for i in 0..<1000 { line.append("1,0.\(100_000 + (i * 7919) % 800_000),0.\(100_000 + (i * 104_729) % 800_000),\(i == 0 ? 1 : (i == 999 ? 3 : 2))") }
         legacy.send(line)
         #expect(legacy.waitClosed(limitMicroseconds: 3_000_000))
         #expect(daemon.waitForLine(containing: "msg=\"legacy device closed: its batch was refused by the room log\" room=lesson ") != nil, "\(daemon.log)")
