@@ -24,11 +24,13 @@ struct BridgeOptions {
     var quiet = false
     /// Daemons without `--bridge` (checks the harness; with one daemon, the unbridged baseline).
     var noBridge = false
+    /// mosquitto with `set_tcp_nodelay true` (Nagle off on the broker's sockets).
+    var brokerNoDelay = false
 
     static let usage = """
         usage: inkwire-bench bridge [--daemons 3] [--rooms 10] [--members 30] [--duration 30] [--warmup 2]
           [--trace PATH] [--chaos [--chaos-delay-ms 1] [--chaos-jitter-ms 15] [--chaos-duplicate-percent 5]
-          [--chaos-burst-percent 2] [--chaos-burst-max 6]] [--seed 1] [--topic-prefix P] [--daemon-arg ARG]... [--quiet] [--no-bridge]
+          [--chaos-burst-percent 2] [--chaos-burst-max 6]] [--seed 1] [--topic-prefix P] [--daemon-arg ARG]... [--quiet] [--no-bridge] [--broker-nodelay]
         """
 
     init(_ arguments: [String]) throws(FanoutUsage) {
@@ -66,6 +68,7 @@ struct BridgeOptions {
             case "--daemon-arg": daemonArguments.append(try value())
             case "--quiet": quiet = true
             case "--no-bridge": noBridge = true
+            case "--broker-nodelay": brokerNoDelay = true
             default: throw FanoutUsage("unknown argument \(arguments[i])")
             }
             i += 1
@@ -180,7 +183,7 @@ func bridgeOnce(_ options: BridgeOptions, lines: [TraceLine], progress: (String)
         return result
     }
     let broker: BridgeBroker
-    do { broker = try BridgeBroker() } catch {
+    do { broker = try BridgeBroker(noDelay: options.brokerNoDelay) } catch {
         result.failure = "\(error)"
         return result
     }

@@ -17,7 +17,8 @@ final class BridgeBroker {
     let pid: pid_t
     let directory: String
 
-    init() throws {
+    /// `noDelay` sets mosquitto's `set_tcp_nodelay` (Nagle off on its client sockets).
+    init(noDelay: Bool = false) throws {
         var template = Array("/tmp/inkwire-bench-mosquitto-XXXXXX".utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
             throw FanoutDaemon.StartFailure(description: "mkdtemp failed")
@@ -26,7 +27,7 @@ final class BridgeBroker {
         var lastError = "no attempt"
         for _ in 0..<BridgeBroker.startAttempts {
             let candidate = BridgeBroker.freePort()
-            let config = "listener \(candidate) 127.0.0.1\nallow_anonymous true\npersistence false\n"
+            let config = "listener \(candidate) 127.0.0.1\nallow_anonymous true\npersistence false\n" + (noDelay ? "set_tcp_nodelay true\n" : "")
             guard let file = fopen(directory + "/mosquitto.conf", "w") else { break }
             fputs(config, file)
             fclose(file)
