@@ -138,6 +138,9 @@ final class InkwireLossMember: LossMember {
 final class ENetLossMember: LossMember {
     /// ENet's timers (retransmission, acknowledgement flushing) are serviced at least this often.
     static let serviceIntervalMicroseconds: UInt64 = 5_000
+    /// How long one connect or join may take, and how many fresh tries a member gets.
+    static let joinTimeoutMs: UInt32 = 10_000
+    static let joinAttempts = 3
     /// The author id every ENet batch carries (the ENet relay has no member ids).
     static let author = AuthorID(1)
 
@@ -155,8 +158,20 @@ final class ENetLossMember: LossMember {
     /// Connects and joins, running `pump` while it waits (the impairment proxy lives on the
     /// same loop). Must not be called from inside a loop callback.
     init(loop: EventLoop, server: SocketAddress, room: String, pump: @escaping () -> Void) throws {
-        member = try ENetMember(host: server.host, port: server.port, timeoutMs: 15_000, pump: pump)
-        try member.join(room: room, timeoutMs: 15_000, pump: pump)
+        // At high loss ENet's handshake or join can time out: try again with a fresh host.
+        var attempt = 1
+        var joined: ENetMember?
+        while joined == nil {
+            do {
+                let candidate = try ENetMember(host: server.host, port: server.port, timeoutMs: ENetLossMember.joinTimeoutMs, pump: pump)
+                try candidate.join(room: room, timeoutMs: ENetLossMember.joinTimeoutMs, pump: pump)
+                joined = candidate
+            } catch {
+                guard attempt < ENetLossMember.joinAttempts, lossBenchStopRequested == 0 else { throw error }
+                attempt += 1
+            }
+        }
+        member = joined!
         isJoined = true
         poll = try Poll(loop: loop, fd: member.socketDescriptor)
         tick = try LoopTimer(loop: loop)

@@ -33,9 +33,9 @@ struct LossBenchOptions: Sendable {
     static let maximumLossLevels = 32
 
     static let usage = """
-        usage: inkwire-bench loss [--loss-percent 0,2,5,10,20] [--rtt-ms 40] [--rooms 4] [--members 4]
-          [--trace ../shared/traces/lesson-a.csv] [--duration 5] [--transports inkwire-udp,inkwire-tcp,enet]
-          [--seed 1] [--out DIR] [--link proxy|netns] [--tcp-cc ALG] [--drain-timeout 20]
+        usage: inkwire-bench loss [--loss-percent 0,2,5,10,20] [--rtt-ms 40] [--rooms 2] [--members 4]
+          [--trace ../shared/traces/lesson-a.csv] [--duration 4] [--transports inkwire-udp,inkwire-tcp,enet]
+          [--seed 1] [--out DIR] [--link proxy|netns] [--tcp-cc ALG] [--drain-timeout 10]
           Starts a real inkwired and the ENet baseline relay; per room one member draws the trace
           (its first --duration seconds from a per-room offset, at the recorded pace, in 60 ms
           batches) and the others watch, all through a link with --rtt-ms / 2 delay each way and
@@ -52,10 +52,10 @@ struct LossBenchOptions: Sendable {
 
     var lossPercents: [Double] = [0, 2, 5, 10, 20]
     var rttMilliseconds = 40
-    var rooms = 4
+    var rooms = 2
     var members = 4
     var tracePath = "../shared/traces/lesson-a.csv"
-    var durationSeconds = 5.0
+    var durationSeconds = 4.0
     var transports: [LossTransport] = LossTransport.allCases
     var seed: UInt64 = 1
     var outputDirectory = "./bench-out"
@@ -63,7 +63,7 @@ struct LossBenchOptions: Sendable {
     var link: LossLinkMode?
     /// After the last batch is sent, how long watchers may take to catch up before the run
     /// counts what is missing as lost.
-    var drainTimeoutSeconds = 20.0
+    var drainTimeoutSeconds = 10.0
     /// TCP congestion control inside the packet-level link's namespaces; nil keeps what new
     /// namespaces take from the host (bbr on the benchmark machine, where a namespace may only
     /// pick reno or the host's default).

@@ -138,6 +138,8 @@ struct LossRunResult {
     var daemonCPUSeconds = 0.0
     var daemonRSSMegabytes = 0.0
     var interrupted = false
+    /// Seconds from creating the members to the last join accepted (through the impaired link).
+    var joinSeconds = 0.0
     /// Why the run is not to be trusted (a member failed, the drain timed out), if it is not.
     var note: String?
 
@@ -172,7 +174,7 @@ struct LossRunResult {
             ("deliveries_in_order", "\(delivered)"), ("violations", "\(violations)"), ("samples", "\(latencies.count)"),
             ("wire_bytes", "\(wireBytes)"), ("points_delivered", "\(pointsDelivered)"),
             ("wire_bytes_per_point", number(wireBytesPerPoint, 2)), ("daemon_cpu_s", number(daemonCPUSeconds)),
-            ("daemon_rss_mb", number(daemonRSSMegabytes, 1)), ("interrupted", interrupted ? "true" : "false"),
+            ("daemon_rss_mb", number(daemonRSSMegabytes, 1)), ("join_s", number(joinSeconds, 2)), ("interrupted", interrupted ? "true" : "false"),
         ]
         if let note {
             let escaped = note.map { $0 == "\"" || $0 == "\\" ? "\\\($0)" : $0.isNewline ? " " : "\($0)" }.joined()

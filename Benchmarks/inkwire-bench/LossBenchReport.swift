@@ -44,7 +44,7 @@ enum LossBenchReport {
         let plotted = results.filter { !$0.latencies.isEmpty }
         let lowest = max(1.0, plotted.map { Double($0.latencies[0]) / 1000 }.min() ?? 1)
         let highest = max(lowest * 10, plotted.map { Double($0.latencies[$0.latencies.count - 1]) / 1000 }.max() ?? 100)
-        let decadeLow = floor10(lowest), decadeHigh = ceil10(highest)
+        let decadeLow = floor10(lowest), decadeHigh = ceil125(highest)
         let plotWidth = width - left - right, plotHeight = height - top - bottom
         func x(_ ms: Double) -> Double {
             left + (log10(max(ms, decadeLow)) - log10(decadeLow)) / (log10(decadeHigh) - log10(decadeLow)) * plotWidth
@@ -56,7 +56,7 @@ enum LossBenchReport {
         var svg = """
             <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" viewBox="0 0 \(Int(width)) \(Int(height))" font-family="sans-serif" font-size="12">
             <rect width="100%" height="100%" fill="white"/>
-            <text x="\(left)" y="22" font-size="15" font-weight="bold">Command latency at \(number(lossPercent)) % loss, \(rttMilliseconds) ms RTT</text>
+            <text x="\(left)" y="22" font-size="15" font-weight="bold">Command latency at \(lossPercent == lossPercent.rounded() ? "\(Int(lossPercent))" : number(lossPercent, places: 2)) % loss, \(rttMilliseconds) ms RTT</text>
 
             """
         // Grid: latency decades (1, 2, 5 steps) and percentiles.
@@ -120,10 +120,12 @@ enum LossBenchReport {
         return decade
     }
 
-    private static func ceil10(_ value: Double) -> Double {
+    /// The smallest 1, 2 or 5 times a power of ten at or above `value`.
+    private static func ceil125(_ value: Double) -> Double {
         var decade = 1.0
-        while decade < value { decade *= 10 }
-        return decade
+        while decade * 10 < value { decade *= 10 }
+        for step in [1.0, 2.0, 5.0, 10.0] where decade * step >= value { return decade * step }
+        return decade * 10
     }
 
     private static func log10(_ value: Double) -> Double { Glibc.log10(value) }

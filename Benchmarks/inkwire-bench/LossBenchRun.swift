@@ -129,6 +129,7 @@ struct LossScenario {
             }
             return rooms
         }
+        let joinStart = loop.now
         let rooms = try netns.map { try $0.inClientNamespace(makeMembers) } ?? makeMembers()
         let ticker = try LoopTimer(loop: loop)
         defer { ticker.close() }
@@ -144,6 +145,7 @@ struct LossScenario {
             }
             _ = loop.runOnce()
         }
+        result.joinSeconds = Double(loop.now - joinStart) / 1_000_000
 
         // Plans: room r plays the trace from r x duration on (wrapping), for duration.
         let durationMs = UInt64(options.durationSeconds * 1000)

@@ -21,7 +21,8 @@ final class NativeDatagramSession: RelaySessionTransport {
     private var session: SessionID?
     private var path = PathBudget()
     private var held: [[UInt8]] = []
-    /// A probe is out for the datagrams held now (one per arrival from the address).
+    /// A probe is out for the datagrams held now (one per arrival from the address or
+    /// retransmission round).
     private var probing = false
     private var timer: LoopTimer?
     /// The whole millisecond the timer is armed for (libuv's resolution), so a flush that
@@ -161,7 +162,7 @@ final class NativeDatagramSession: RelaySessionTransport {
     private func probe(for datagram: [UInt8]) {
         guard !probing, let timestamp = try? FrameCodec.decode(datagram).timestamp else { return }
         let probe = FrameCodec.encode(Frame(kind: .data, connectionID: connectionID, timestamp: timestamp, ackNow: true))
-        guard path.allows(probe.count) else { return }
+        guard path.allowsProbe(probe.count) else { return }
         probing = true
         path.noteSent(probe)
         transport.send(probe, to: address)
@@ -207,6 +208,10 @@ final class NativeDatagramSession: RelaySessionTransport {
     private lazy var timerFired: () -> Void = { [unowned self] in
         guard !self.ended else { return }
         self.armedMilliseconds = nil
+        // A retransmission round may probe again (within the budget): a lost probe or a lost
+        // answer to it must not leave the held join answer waiting for the device's next
+        // keepalive, seconds away.
+        self.probing = false
         self.arq.handleTimeout(now: Instant(microseconds: self.daemon.loop.now))
         self.flush()
     }
@@ -249,7 +254,14 @@ struct PathBudget {
     /// Timestamps of unvalidated sends remembered for the echo check.
     static let rememberedTimestamps = 64
 
+    /// Probes may use up to this many times the bytes received (RFC 9000's anti-amplification
+    /// factor): the answer to a join often fills the 1:1 budget, and a probe that could not go
+    /// would leave it waiting for the device's next keepalive whenever a datagram is lost.
+    static let probeAmplificationFactor = 3
+
     func allows(_ size: Int) -> Bool { validated || sent + size <= received }
+
+    func allowsProbe(_ size: Int) -> Bool { validated || sent + size <= received * PathBudget.probeAmplificationFactor }
 
     mutating func noteReceived(_ datagram: [UInt8], frame: Frame?) {
         received += datagram.count
