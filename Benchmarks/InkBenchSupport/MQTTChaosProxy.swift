@@ -18,6 +18,9 @@ public final class MQTTChaosProxy {
     /// Connections closed because a side broke the MQTT framing, or the broker refused.
     public private(set) var framingErrors = 0
     public private(set) var upstreamFailures = 0
+    /// Called for every PUBLISH the proxy reads (from either side, any QoS, before chaos) with
+    /// the loop time. A tap for timing the broker hop.
+    public var onPublishArrival: ((MQTTChaosSession.Side, MQTTPacket, UInt64) -> Void)?
 
     private let loop: EventLoop
     private let listener: TCPListener
@@ -89,6 +92,7 @@ public final class MQTTChaosProxy {
             return ordinal
         }
         let pipe = Pipe(session: session, client: client)
+        pipe.session.recordsArrivals = onPublishArrival != nil
         pipes.append(pipe)
         try? client.setNoDelay(true)
         do {
@@ -115,7 +119,12 @@ public final class MQTTChaosProxy {
             do {
                 try connection.startReading({ [unowned self] bytes in
                     guard !pipe.isClosed else { return }
-                    pipe.session.handleBytes(bytes, from: side, now: loop.now)
+                    let now = loop.now
+                    pipe.session.recordsArrivals = self.onPublishArrival != nil
+                    pipe.session.handleBytes(bytes, from: side, now: now)
+                    if let tap = self.onPublishArrival {
+                        while let arrival = pipe.session.pollArrival() { tap(arrival.side, arrival.packet, now) }
+                    }
                     self.flush(pipe)
                 }, onEnd: { [unowned self] error in
                     guard !pipe.isClosed else { return }

@@ -35,6 +35,13 @@ public struct MQTTChaosSession {
     public private(set) var clientIdentifier: [UInt8]?
     /// Set when a side's stream failed to parse; the caller closes the connection.
     public private(set) var framingError: MQTTFramingError?
+    /// When set, every PUBLISH read (any QoS) is also kept for `pollArrival()`: a tap for
+    /// harnesses that time the broker hop. Off by default.
+    public var recordsArrivals = false
+    /// Arrivals kept until polled; past this the oldest unpolled ones are not kept.
+    public static let maximumRecordedArrivals = 65_536
+    private var arrivals: [(side: Side, packet: MQTTPacket)] = []
+    private var arrivalsRead = 0
 
     private var toBroker: DirectionState
     private var toClient: DirectionState
@@ -114,6 +121,18 @@ public struct MQTTChaosSession {
         return next
     }
 
+    /// The next PUBLISH read since the last call (with `recordsArrivals`), in reading order.
+    public mutating func pollArrival() -> (side: Side, packet: MQTTPacket)? {
+        guard arrivalsRead < arrivals.count else { return nil }
+        let next = arrivals[arrivalsRead]
+        arrivalsRead += 1
+        if arrivalsRead == arrivals.count {
+            arrivals.removeAll(keepingCapacity: true)
+            arrivalsRead = 0
+        }
+        return next
+    }
+
     // MARK: - packets
 
     private mutating func drainFramer(from side: Side, now: UInt64) {
@@ -137,6 +156,9 @@ public struct MQTTChaosSession {
         withDirection(from: side) { direction in
             direction.counters.packets += 1
             afterEnd = direction.endPending
+        }
+        if recordsArrivals, packet.type == .publish, arrivals.count < MQTTChaosSession.maximumRecordedArrivals {
+            arrivals.append((side, packet))
         }
         if afterEnd {
             // Nothing is valid after DISCONNECT; pass it on behind the held publishes, untouched.

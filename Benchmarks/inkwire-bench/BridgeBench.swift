@@ -26,11 +26,14 @@ struct BridgeOptions {
     var noBridge = false
     /// mosquitto with `set_tcp_nodelay true` (Nagle off on the broker's sockets).
     var brokerNoDelay = false
+    /// Route the daemons through the MQTT proxy (quiet unless `--chaos`) and split the hop into
+    /// home, broker and follower legs.
+    var tap = false
 
     static let usage = """
         usage: inkwire-bench bridge [--daemons 3] [--rooms 10] [--members 30] [--duration 30] [--warmup 2]
           [--trace PATH] [--chaos [--chaos-delay-ms 1] [--chaos-jitter-ms 15] [--chaos-duplicate-percent 5]
-          [--chaos-burst-percent 2] [--chaos-burst-max 6]] [--seed 1] [--topic-prefix P] [--daemon-arg ARG]... [--quiet] [--no-bridge] [--broker-nodelay]
+          [--chaos-burst-percent 2] [--chaos-burst-max 6]] [--seed 1] [--topic-prefix P] [--daemon-arg ARG]... [--quiet] [--no-bridge] [--broker-nodelay] [--tap]
         """
 
     init(_ arguments: [String]) throws(FanoutUsage) {
@@ -69,6 +72,7 @@ struct BridgeOptions {
             case "--quiet": quiet = true
             case "--no-bridge": noBridge = true
             case "--broker-nodelay": brokerNoDelay = true
+            case "--tap": tap = true
             default: throw FanoutUsage("unknown argument \(arguments[i])")
             }
             i += 1
@@ -98,6 +102,8 @@ struct BridgeResult {
     var bridgeMetrics: [(String, Double)] = []
     var proxyToBroker: MQTTChaosCounters?
     var proxyToDaemons: MQTTChaosCounters?
+    /// `--tap`: the hop's legs (home, broker, follower).
+    var legs: [(String, BridgeLatency)] = []
     var failure: String?
 
     /// Remote minus local, nil unless both kinds of watcher had samples.
@@ -125,6 +131,10 @@ struct BridgeResult {
             fields.append(("proxy_daemons_to_broker", up.json))
             fields.append(("proxy_broker_to_daemons", down.json))
         }
+        for (name, leg) in legs {
+            fields.append(("\(name)_leg_p50_ms", fanoutFixed(leg.p50, 2)))
+            fields.append(("\(name)_leg_p99_ms", fanoutFixed(leg.p99, 2)))
+        }
         if let failure { fields.append(("failure", "\"\(failure.filter { $0 != "\"" && $0 != "\\" && $0 != "\n" })\"")) }
         return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
     }
@@ -139,6 +149,9 @@ struct BridgeResult {
             "completeness \(fanoutFixed(completeness, 6)), \(batches) batches, \(deliveries) deliveries, \(errors) errors, "
                 + "daemons' CPU \(fanoutFixed(daemonCPUPercent, 1)) % of one core",
         ]
+        if !legs.isEmpty {
+            lines.append("hop legs (p50 / p99 ms): " + legs.map { "\($0.0) \(fanoutFixed($0.1.p50, 2)) / \(fanoutFixed($0.1.p99, 2))" }.joined(separator: ", "))
+        }
         for (name, value) in bridgeMetrics { lines.append("  \(name) \(fanoutFixed(value, 3))") }
         if let up = proxyToBroker, let down = proxyToDaemons {
             lines.append("chaos proxy: daemons -> broker \(up.publishes) publishes, \(up.duplicated) duplicated, max overtaken \(up.maximumOvertakenDepth); "
@@ -196,9 +209,10 @@ func bridgeOnce(_ options: BridgeOptions, lines: [TraceLine], progress: (String)
     defer { loop.shutdown() }
     var brokerAddress = SocketAddress.loopbackIPv4(port: broker.port)
     var proxy: MQTTChaosProxy?
-    if let chaos = options.chaos {
+    if options.chaos != nil || options.tap {
         do {
-            let created = try MQTTChaosProxy(loop: loop, listen: .loopbackIPv4(port: 0), forward: brokerAddress, configuration: chaos, seed: options.seed)
+            let created = try MQTTChaosProxy(loop: loop, listen: .loopbackIPv4(port: 0), forward: brokerAddress,
+                                             configuration: options.chaos ?? MQTTChaosConfiguration(), seed: options.seed)
             proxy = created
             if let address = created.listenAddress { brokerAddress = address }
         } catch {
@@ -229,12 +243,24 @@ func bridgeOnce(_ options: BridgeOptions, lines: [TraceLine], progress: (String)
     let copies = 2 + Int((shape.warmupSeconds + shape.durationSeconds + 10) / max(lessonSeconds, 1))
     let load = BridgeLoad(loop: loop, shape: shape, workload: FanoutWorkload(lines: lines, copies: copies),
                           servers: daemons.map(\.udp), seed: options.seed)
+    var tap: BridgeTap?
+    if options.tap, let proxy {
+        let created = BridgeTap(rooms: shape.rooms, roomPrefix: "bridge-room-")
+        created.handedAt = { [unowned load] room, roomSeq in load.handedAt(room: room, roomSeq: roomSeq) }
+        created.inWindow = { [unowned load] time in load.inWindow(time) }
+        created.attach(to: proxy)
+        load.tap = created
+        tap = created
+    }
     let cpu0 = daemons.reduce(0) { $0 + $1.cpuSeconds }
     let wall0 = loop.now
     load.run(into: &result, progress: progress)
     let wall = Double(loop.now - wall0) / 1e6
     result.daemonCPUPercent = (daemons.reduce(0) { $0 + $1.cpuSeconds } - cpu0) / max(wall, 0.001) * 100
     result.bridgeMetrics = bridgeMetrics(of: daemons)
+    if let tap {
+        result.legs = [("home", BridgeLatency(tap.homeLeg)), ("broker", BridgeLatency(tap.brokerLeg)), ("follower", BridgeLatency(tap.followerLeg))]
+    }
     if let proxy {
         result.proxyToBroker = proxy.counters(from: .client)
         result.proxyToDaemons = proxy.counters(from: .broker)

@@ -42,6 +42,9 @@ final class BridgeLoad {
     private var windowStart = UInt64.max
     private var windowEnd = UInt64.max
 
+    /// Told of every remote delivery in the window (`--tap`).
+    var tap: BridgeTap?
+
     static let watcherIndexBits = 24
     /// After the drawers joined, before watchers join: the home claims settle (claim wait
     /// 400 ms plus settle 300 ms, docs/protocol.md 9.3) with margin.
@@ -68,12 +71,26 @@ final class BridgeLoad {
         return workload.batches[Int(sentBatch[room][index])] == commands
     }
 
+    /// When (room, roomSeq) was handed to the drawer's socket.
+    func handedAt(room: Int, roomSeq: UInt64) -> UInt64? {
+        let index = Int(roomSeq) - 1
+        guard room < sentAt.count, index >= 0, index < sentAt[room].count else { return nil }
+        return sentAt[room][index]
+    }
+
+    func inWindow(_ time: UInt64) -> Bool { time >= windowStart && time < windowEnd }
+
     func delivered(room: Int, daemon: Int, roomSeq: UInt64, at now: UInt64) {
         deliveries += 1
         let sent = sentAt[room][Int(roomSeq) - 1]
         guard sent >= windowStart && sent < windowEnd else { return }
         let latency = now >= sent ? now - sent : 0
-        if daemon == shape.drawerDaemon(room: room) { local.record(latency) } else { remote.record(latency) }
+        if daemon == shape.drawerDaemon(room: room) {
+            local.record(latency)
+        } else {
+            remote.record(latency)
+            tap?.remoteDelivery(room: room, roomSeq: roomSeq, at: now)
+        }
     }
 
     /// Joins everyone, draws for warm-up plus duration, drains; fills the delivery fields of

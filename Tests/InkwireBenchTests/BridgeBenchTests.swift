@@ -23,7 +23,7 @@ private func daemonHasBridge() -> Bool {
 @Test func bridgeSmokeRunDeliversOverTheBrokerAndReports() throws {
     guard BridgeBroker.isInstalled, daemonHasBridge() else { return }
     var options = try BridgeOptions(["--daemons", "2", "--rooms", "1", "--members", "3", "--duration", "1.5", "--warmup", "0.3",
-                                     "--chaos", "--seed", "5"])
+                                     "--chaos", "--seed", "5", "--tap"])
     options.quiet = true
     let result = bridgeOnce(options, lines: FanoutWorkload.syntheticLines()) { _ in }
     #expect(result.failure == nil, "seed 5: \(result.failure ?? "")")
@@ -31,7 +31,9 @@ private func daemonHasBridge() -> Bool {
     #expect(result.batches > 0 && result.deliveries == result.batches * 2, "seed 5: \(result.json)")
     #expect(result.local.count > 0 && result.remote.count > 0, "seed 5: \(result.json)")
     #expect((result.proxyToBroker?.publishes ?? 0) > 0 && (result.proxyToDaemons?.publishes ?? 0) > 0, "seed 5")
-    for field in ["local_p50_ms", "remote_p99_ms", "hop_p50_ms", "completeness", "bridge_metrics", "proxy_broker_to_daemons"] {
+    // The tap timed every leg of the hop (home, broker, follower) for the remote deliveries.
+    #expect(result.legs.map(\.0) == ["home", "broker", "follower"] && result.legs.allSatisfy { $0.1.count > 0 }, "seed 5: \(result.json)")
+    for field in ["local_p50_ms", "remote_p99_ms", "hop_p50_ms", "completeness", "bridge_metrics", "proxy_broker_to_daemons", "home_leg_p50_ms"] {
         #expect(result.json.contains("\"\(field)\":"), "\(field) missing in \(result.json)")
     }
     #expect(result.json.hasPrefix("{\"bench\":\"bridge\",\"daemons\":2,\"rooms\":1,\"members\":3,"))

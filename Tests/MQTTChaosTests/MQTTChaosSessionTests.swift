@@ -153,3 +153,19 @@ func publishesLeaveAtArrivalPlusTheirSeededDelay(seed: UInt64) throws {
     session.handleBytes([0x00, 0x00], from: .broker, now: 0)
     #expect(session.framingError == .reservedPacketType)
 }
+
+@Test func theArrivalTapSeesEveryPublishOnceInReadingOrder() throws {
+    var session = MQTTChaosSession(configuration: MQTTChaosConfiguration(delayMicroseconds: 5000, duplicateChance: 1), runSeed: 2)
+    session.handleBytes(try MQTTPacketBuilder.connect(clientIdentifier: "t") + (try publish(0)), from: .client, now: 0)
+    #expect(session.pollArrival() == nil)  // off by default
+    session.recordsArrivals = true
+    session.handleBytes(try publish(1, qos: 1) + MQTTPacketBuilder.pingreq, from: .client, now: 1)
+    session.handleBytes(try publish(2, qos: 2), from: .broker, now: 2)
+    let expectedFirst = try publish(1, qos: 1)
+    let expectedSecond = try publish(2, qos: 2)
+    let first = session.pollArrival()
+    let second = session.pollArrival()
+    #expect(first?.side == .client && first?.packet.bytes == expectedFirst)
+    #expect(second?.side == .broker && second?.packet.bytes == expectedSecond)
+    #expect(session.pollArrival() == nil)
+}
