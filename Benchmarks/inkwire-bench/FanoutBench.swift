@@ -110,7 +110,9 @@ func runFanoutBench(_ arguments: [String]) -> Never {
         let sustained = results.filter { fanoutSustained($0, targetP99Ms: options.targetP99Ms) }.map(\.shape.sessions).max() ?? 0
         print("")
         print("{\"bench\":\"fanout-find-max\",\"max_sessions\":\(sustained),\"target_p99_ms\":\(fanoutFixed(options.targetP99Ms, 2))}")
-        print("max sessions sustained (added p99 <= \(fanoutFixed(options.targetP99Ms, 2)) ms, completeness 1): \(sustained)")
+        let capped = results.last.map { fanoutSustained($0, targetP99Ms: options.targetP99Ms) } ?? false
+        print("max sessions sustained (added p99 <= \(fanoutFixed(options.targetP99Ms, 2)) ms, completeness 1): \(sustained)"
+            + (capped ? " (every step held; the next would pass --max-sessions \(options.maxSessions))" : ""))
     }
     exit(results.allSatisfy { $0.failure == nil } || options.findMax ? 0 : 1)
 }
