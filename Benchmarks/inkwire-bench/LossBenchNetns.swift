@@ -33,6 +33,11 @@ final class LossNetnsLink: LossBenchLink {
         return up.bytes + down.bytes
     }
 
+    var deviceDrops: Int {
+        let (up, down) = link.deviceDrops
+        return up + down
+    }
+
     /// Runs `body` with this thread in the client namespace (sockets opened meanwhile stay there),
     /// then returns the thread to the namespace it was in.
     func inClientNamespace<T>(_ body: () throws -> T) throws -> T {

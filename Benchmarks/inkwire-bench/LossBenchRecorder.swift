@@ -134,6 +134,8 @@ struct LossRunResult {
     /// Latencies in µs, sorted.
     var latencies: [UInt32] = []
     var wireBytes = 0
+    /// Packets the packet-level link's devices dropped outside the loss model (should be 0).
+    var linkDeviceDrops = 0
     var pointsDelivered = 0
     var daemonCPUSeconds = 0.0
     var daemonRSSMegabytes = 0.0
@@ -172,7 +174,7 @@ struct LossRunResult {
             ("p999_ms", number(percentileMs(0.999))), ("max_ms", number(percentileMs(1))),
             ("completeness", number(completeness, 6)), ("commands_sent", "\(commandsSent)"), ("deliveries_expected", "\(expected)"),
             ("deliveries_in_order", "\(delivered)"), ("violations", "\(violations)"), ("samples", "\(latencies.count)"),
-            ("wire_bytes", "\(wireBytes)"), ("points_delivered", "\(pointsDelivered)"),
+            ("wire_bytes", "\(wireBytes)"), ("link_device_drops", "\(linkDeviceDrops)"), ("points_delivered", "\(pointsDelivered)"),
             ("wire_bytes_per_point", number(wireBytesPerPoint, 2)), ("daemon_cpu_s", number(daemonCPUSeconds)),
             ("daemon_rss_mb", number(daemonRSSMegabytes, 1)), ("join_s", number(joinSeconds, 2)), ("interrupted", interrupted ? "true" : "false"),
         ]

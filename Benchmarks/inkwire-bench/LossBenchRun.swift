@@ -8,6 +8,12 @@ protocol LossBenchLink: AnyObject {
     var name: String { get }
     /// Bytes that entered the link in either direction (IP and UDP/TCP headers included).
     var wireBytes: Int { get }
+    /// Packets the kernel dropped before the link's model saw them (loss nobody asked for).
+    var deviceDrops: Int { get }
+}
+
+extension LossBenchLink {
+    var deviceDrops: Int { 0 }
 }
 
 /// The in-process UDP impairment proxy (`LinkProxy`) on the run's loop: loss per direction,
@@ -228,6 +234,7 @@ struct LossScenario {
         result.latencies = recorder.latencies.sorted()
         result.pointsDelivered = recorder.pointsDelivered
         result.wireBytes = link.wireBytes - bytesAtStart
+        result.linkDeviceDrops = link.deviceDrops
         result.daemonCPUSeconds = server.cpuSeconds - cpuAtStart
         result.daemonRSSMegabytes = server.peakRSSMegabytes
         if let failure = rooms.joined().compactMap({ $0.failure }).first {
