@@ -113,7 +113,8 @@ enum LossBench {
         } else {
             lines.append("target 0 % loss p50: not measured (no inkwire-udp row at 0 %)")
         }
-        let incomplete = results.filter { $0.completeness < 1 }
+        // A run cut by Ctrl-C is incomplete by construction; it says nothing about the transport.
+        let incomplete = results.filter { $0.completeness < 1 && !$0.interrupted }
         lines.append("target 100 % completeness everywhere: " + (results.isEmpty ? "not measured" : incomplete.isEmpty ? "met" : "MISSED ("
             + incomplete.map { "\($0.transport) at \(ms($0.lossPercent)) %: \(LossBenchReport.number($0.completeness * 100, places: 3)) %" }.joined(separator: ", ") + ")"))
         return lines
