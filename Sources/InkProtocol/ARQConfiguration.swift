@@ -5,10 +5,14 @@ public struct ARQConfiguration: Sendable {
     public var maxDatagramSize = 1200
     /// Largest message `send` accepts; longer history is sent in several messages.
     public var maxMessageSize = 1 << 20
-    /// Most segments in flight (sent, not yet cumulatively acknowledged).
-    public var sendWindow: UInt32 = 256
+    /// Most segments in flight (sent, not yet cumulatively acknowledged). A lost segment holds
+    /// the cumulative point for about two round trips (detection, then the retransmission's
+    /// ack), so the window must cover that at bulk rate: at 5 % loss every window has holes,
+    /// and 256 stalled a history sync behind each one (1M points, 20 ms RTT: 2-3 s).
+    public var sendWindow: UInt32 = 1024
     /// Most segments this end buffers out of order; also the largest window it advertises.
-    public var receiveWindow: UInt32 = 256
+    /// The ring grows to it only as segments arrive that far ahead (`ReceiveWindow`).
+    public var receiveWindow: UInt32 = 1024
     /// Bytes delivered but not yet taken with `pollEvent`, plus the message being reassembled,
     /// above which the advertised window closes. At least `maxMessageSize`.
     public var maxPendingReceiveBytes = 2 << 20

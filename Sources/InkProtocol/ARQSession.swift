@@ -9,8 +9,17 @@
 /// Both ends are created with the same connection id; there is no handshake, the first
 /// datagram already carries data.
 public final class ARQSession: DatagramEndpoint {
-    /// Most selective-ack ranges this end puts in one frame (the lowest ones, nearest the gap).
+    /// Selective-ack ranges the header reserve counts on: the `lowestAckRangesSent` lowest
+    /// (nearest the gap, where retransmissions land) and the newest for the rest. A frame with
+    /// room to spare (a pure ack, a small message) carries up to `FrameCodec.maxAckRanges`: a
+    /// receiver that takes a burst at once acknowledges it in one frame, and every range it
+    /// leaves out is resent needlessly.
     public static let maxAckRangesSent = 8
+    /// Of `maxAckRangesSent`, how many are the lowest ranges. The others are the newest: at
+    /// 5 % loss a bulk window holds dozens of holes, and segments that arrived above the eighth
+    /// range used never to be acknowledged, so the sender took them for lost (packet threshold)
+    /// and sent them again: 400 spurious retransmissions in a 1M-point sync, counted as loss.
+    public static let lowestAckRangesSent = 3
     /// Sent datagrams remembered to resolve echoed timestamps.
     public static let sentDatagramHistory = 1024
     /// Newest in-flight segments examined for redundant copies per datagram.
@@ -324,6 +333,11 @@ public final class ARQSession: DatagramEndpoint {
         }
         frame.timestamp = nextTimestamp(now)
         if frame.isAckEliciting { lastAckElicitingSentAt = now }
+        if frame.ack != nil, receiver.outOfOrder.ranges.count > ARQSession.maxAckRangesSent {
+            var wide = frame
+            wide.ack?.ranges = ackRanges(limit: FrameCodec.maxAckRanges)
+            if FrameCodec.encodedSize(of: wide) <= configuration.maxDatagramSize { frame = wide }
+        }
         return emit(frame, now: now)
     }
 
@@ -365,7 +379,16 @@ public final class ARQSession: DatagramEndpoint {
         let window = advertisedWindow()
         return AckBlock(cumulative: receiver.next, echoedTimestamp: largestReceivedTimestamp,
                         ackDelay: UInt32(min(held, UInt64(UInt32.max))), window: window,
-                        ranges: Array(receiver.outOfOrder.ranges.prefix(ARQSession.maxAckRangesSent)))
+                        ranges: ackRanges())
+    }
+
+    /// The ranges one ack reports, ascending: all when they fit, else the lowest few and the
+    /// newest (see `lowestAckRangesSent`).
+    private func ackRanges(limit: Int = ARQSession.maxAckRangesSent) -> [SequenceRange] {
+        let all = receiver.outOfOrder.ranges
+        guard all.count > limit else { return all }
+        let newest = limit - ARQSession.lowestAckRangesSent
+        return Array(all.prefix(ARQSession.lowestAckRangesSent)) + Array(all.suffix(newest))
     }
 
     // MARK: Acknowledgements and loss recovery

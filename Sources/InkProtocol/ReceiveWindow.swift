@@ -1,6 +1,13 @@
 /// The receive buffer of an ARQ session: segments from `next` (the cumulative point) up to
 /// `capacity` ahead, in a ring, released strictly in sequence order.
+///
+/// The ring starts at `initialSlots` and doubles (up to `capacity`) only when a segment lands
+/// beyond it, so the many sessions that only ever see sparse live strokes stay small while a
+/// bulk history transfer gets the whole window.
 struct ReceiveWindow {
+    /// Slots allocated before any segment needs more.
+    static let initialSlots = 64
+
     enum Outcome: Equatable {
         /// Stored; `gap` when it is not the next expected one.
         case stored(gap: Bool)
@@ -19,7 +26,7 @@ struct ReceiveWindow {
 
     init(capacity: Int, next: SequenceNumber) {
         self.capacity = max(1, capacity)
-        self.slots = Array(repeating: nil, count: max(1, capacity))
+        self.slots = Array(repeating: nil, count: min(max(1, capacity), ReceiveWindow.initialSlots))
         self.next = next
     }
 
@@ -28,7 +35,8 @@ struct ReceiveWindow {
         let d = next.distance(to: segment.sequence)
         if d < 0 { return .duplicate }
         guard Int(d) < min(window, capacity) else { return .outsideWindow }
-        let slot = (ringHead + Int(d)) % capacity
+        if Int(d) >= slots.count { grow(toHold: Int(d) + 1) }
+        let slot = (ringHead + Int(d)) % slots.count
         if slots[slot] != nil { return .duplicate }
         slots[slot] = (segment.payload, segment.endOfMessage)
         bufferedBytes += segment.payload.count
@@ -40,10 +48,21 @@ struct ReceiveWindow {
     mutating func popInOrder() -> (payload: [UInt8], end: Bool)? {
         guard let s = slots[ringHead] else { return nil }
         slots[ringHead] = nil
-        ringHead = (ringHead + 1) % capacity
+        ringHead = (ringHead + 1) % slots.count
         next = next.advanced(by: 1)
         bufferedBytes -= s.payload.count
         outOfOrder.removeBelow(next)
         return s
+    }
+
+    /// Re-lays the ring from `next` into at least `count` slots (doubling, at most `capacity`).
+    private mutating func grow(toHold count: Int) {
+        var size = slots.count
+        while size < count { size *= 2 }
+        size = min(size, capacity)
+        var grown: [(payload: [UInt8], end: Bool)?] = Array(repeating: nil, count: size)
+        for i in 0..<slots.count { grown[i] = slots[(ringHead + i) % slots.count] }
+        slots = grown
+        ringHead = 0
     }
 }

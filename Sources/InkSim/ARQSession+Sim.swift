@@ -53,7 +53,7 @@ extension ARQSession {
         var c = ARQConfiguration()
         c.initialSequence = SequenceNumber(spec.isFirst ? firstStart : secondStart)
         c.peerInitialSequence = SequenceNumber(spec.isFirst ? secondStart : firstStart)
-        let windows: [UInt32] = [8, 16, 64, 256]
+        let windows: [UInt32] = [8, 16, 64, 256, 1024]
         c.sendWindow = windows[Int(r.below(UInt64(windows.count)))]
         c.receiveWindow = windows[Int(r.below(UInt64(windows.count)))]
         c.maxDatagramSize = r.chance(0.5) ? 1200 : r.int(in: 576 ... 1472)

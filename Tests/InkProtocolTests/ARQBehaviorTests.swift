@@ -48,7 +48,7 @@ import Testing
         #expect(ack.cumulative == SequenceNumber(1))
         #expect(ack.echoedTimestamp == sent.timestamp)
         #expect(ack.ackDelay == 25_000 / 8)
-        #expect(ack.window == 256)
+        #expect(ack.window == 1024)
         #expect(acks.first?.segments == [])
         // The sender takes the RTT without the receiver's hold time.
         a.handleDatagram(try #require(acks.first.map(FrameCodec.encode)), now: arrival + .milliseconds(35))
