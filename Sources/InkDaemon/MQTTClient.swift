@@ -27,6 +27,8 @@ public final class MQTTClient {
         public var connectTimeoutMicroseconds: UInt64 = 5_000_000
         /// How often libmosquitto's housekeeping (`mosquitto_loop_misc`: pings) runs, µs.
         public var housekeepingIntervalMicroseconds: UInt64 = 100_000
+        /// TCP_NODELAY on the broker socket: every packet leaves at once (see `init`).
+        public var noDelay = true
         /// Largest payload `publish` accepts (bridge chunks stay well under brokers' limits).
         public var maximumPayloadBytes = 1 << 20
 
@@ -119,6 +121,10 @@ public final class MQTTClient {
             throw MQTTError(code: MOSQ_ERR_NOMEM.rawValue, operation: "mosquitto_new")
         }
         mosq = handle
+        // Nagle off (libmosquitto leaves it on): a small write waiting behind an unacknowledged
+        // one (a PUBACK just sent, which the broker acknowledges only with its delayed ACK) would
+        // hold every publish behind it for tens of milliseconds.
+        if configuration.noDelay { mosquitto_int_option(handle, MOSQ_OPT_TCP_NODELAY, 1) }
         // Unretained: callbacks only run inside libmosquitto calls made by this object.
         mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
         mosquitto_connect_callback_set(handle) { _, object, rc in
@@ -166,6 +172,9 @@ public final class MQTTClient {
         try MQTTError.check(rc, "publish \(topic)")
         return messageID
     }
+
+    /// The broker socket's descriptor, -1 while there is none (for diagnostics and tests).
+    public var socketDescriptor: Int32 { mosq.map { mosquitto_socket($0) } ?? -1 }
 
     /// Subscribes to `topic` (QoS 1) now if connected, and again after every reconnect.
     public func subscribe(topic: String) throws(MQTTError) {

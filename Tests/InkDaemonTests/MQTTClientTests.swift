@@ -1,3 +1,4 @@
+import Glibc
 import InkDaemon
 import InkUV
 import Testing
@@ -78,6 +79,43 @@ private func payloads(_ range: ClosedRange<Int>, tag: String) -> [[UInt8]] {
         #expect(drive(loop) { watcher.connects == 2 && sender.connects == 2 }, "broker log:\n\(broker.log)")
         try sendAfterProbe(loop, sender: sender, watcher: watcher, topic: topic, tag: "second")
         #expect(watcher.client.connectCount == 2)
+    }
+
+    /// Nagle on the broker socket held a home's record publishes behind its own PUBACKs until
+    /// the broker's delayed ACK (about 20 ms of the bridge hop with 10 rooms): it must be off,
+    /// and stay off after a reconnect (a new socket).
+    @Test func brokerSocketHasNagleOff() throws {
+        guard MQTTBroker.isInstalled else { return }
+        let broker = try MQTTBroker()
+        defer { broker.stop() }
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let client = try Recorder(loop: loop, port: broker.port, id: "inkwire-test-nodelay")
+        var plain = MQTTClient.Configuration(host: "127.0.0.1", port: Int32(broker.port), clientID: "inkwire-test-nagle")
+        plain.noDelay = false
+        let nagle = try MQTTClient(loop: loop, configuration: plain)
+        defer {
+            client.client.close()
+            nagle.close()
+        }
+        #expect(client.client.configuration.noDelay)
+        client.client.start()
+        nagle.start()
+        #expect(drive(loop) { client.client.state == .connected && nagle.state == .connected })
+        #expect(tcpNoDelay(client.client.socketDescriptor) == 1)
+        #expect(tcpNoDelay(nagle.socketDescriptor) == 0)
+        broker.stop()
+        #expect(drive(loop) { client.disconnects == 1 })
+        try broker.start()
+        #expect(drive(loop) { client.connects == 2 }, "broker log:\n\(broker.log)")
+        #expect(tcpNoDelay(client.client.socketDescriptor) == 1)
+    }
+
+    private func tcpNoDelay(_ fd: Int32) -> Int32? {
+        var value: Int32 = -1
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard fd >= 0, getsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &value, &length) == 0 else { return nil }
+        return value
     }
 
     @Test func retriesUntilTheBrokerAppears() throws {
