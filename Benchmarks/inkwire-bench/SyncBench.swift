@@ -255,7 +255,7 @@ private func syncBenchSimulated(_ batches: [[TimedCommand]], lossPercent: Int, r
             let stats = server.arq.stats
             maxWindow = max(maxWindow, stats.congestionWindow)
             if stats.bytesInFlight + 1200 > stats.congestionWindow { cwndLimitedSteps += 1 }
-            if stats.segmentsInFlight >= 255 { windowLimitedSteps += 1 }
+            if stats.segmentsInFlight >= Int(server.arq.configuration.sendWindow) - 1 { windowLimitedSteps += 1 }
             steps += 1
         }
     } catch {
