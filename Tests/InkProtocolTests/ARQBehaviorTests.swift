@@ -86,6 +86,32 @@ import Testing
         #expect(b.pollEvent() == nil)
     }
 
+    @Test func aPureAckReportsTheLowestAndTheNewestRanges() throws {
+        var config = ARQConfiguration()
+        config.redundantCopies = 0
+        let a = ARQSession(connectionID: 1, configuration: config, now: t0)
+        let b = ARQSession(connectionID: 1, configuration: config, now: t0)
+        var sent: [[UInt8]] = []
+        for i in 0..<80 {
+            try a.send([UInt8(i)])
+            sent.append(try #require(a.pollTransmit(now: t0)))
+        }
+        // Every other datagram is lost and the rest arrive together: 40 runs above the
+        // cumulative point, far more than a frame carrying segments counts on (8).
+        let arrival = t0 + .milliseconds(10)
+        for i in stride(from: 1, to: 80, by: 2) { b.handleDatagram(sent[i], now: arrival) }
+        let acks = try frames(b, at: arrival)
+        #expect(acks.count == 1)
+        let ranges = try #require(acks.first?.ack?.ranges)
+        #expect(ranges.map(\.start.rawValue) == [1, 3, 5] + stride(from: 23, through: 79, by: 2).map { UInt32($0) })
+        #expect(ranges.allSatisfy { $0.count == 1 })
+        // Lost by the packet threshold (3 later datagrams): the holes 0-76, and the runs the
+        // ack left out (7-21); every reported segment stays acknowledged.
+        a.handleDatagram(FrameCodec.encode(acks[0]), now: t0 + .milliseconds(20))
+        let resent = try frames(a, at: t0 + .milliseconds(20)).flatMap { $0.segments.map(\.sequence.rawValue) }
+        #expect(resent == (stride(from: 0, through: 76, by: 2).map { UInt32($0) } + stride(from: 7, through: 21, by: 2).map { UInt32($0) }).sorted())
+    }
+
     @Test func probeTimeoutBacksOffAndIsCapped() throws {
         let a = ARQSession(connectionID: 1, now: t0)
         try a.send([7])

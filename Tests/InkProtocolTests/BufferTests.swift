@@ -26,6 +26,26 @@ import Testing
         #expect(w.store(segment(UInt32.max), window: 4) == .duplicate)
     }
 
+    @Test func receiveWindowRingGrowsWhenASegmentLandsBeyondIt() {
+        let first = UInt32.max - 9
+        var w = ReceiveWindow(capacity: 1024, next: SequenceNumber(first))
+        // Move the ring's head off slot 0 first, across the wrap below.
+        for s in 0..<5 {
+            #expect(w.store(segment(first &+ UInt32(s)), window: 1024) == .stored(gap: false))
+            #expect(w.popInOrder() != nil)
+        }
+        let base = first &+ 5
+        #expect(w.store(segment(base &+ 700), window: 1024) == .stored(gap: true))
+        #expect(w.store(segment(base &+ 1024), window: 1024) == .outsideWindow)
+        #expect(w.store(segment(base &+ 700), window: 1024) == .duplicate)
+        for d in 0..<700 { #expect(w.store(segment(base &+ UInt32(d)), window: 1024) == .stored(gap: d > 0)) }
+        var released: [UInt8] = []
+        while let piece = w.popInOrder() { released += piece.payload }
+        #expect(released == (0...700).map { UInt8(truncatingIfNeeded: base &+ UInt32($0)) })
+        #expect(w.next == SequenceNumber(base &+ 701))
+        #expect(w.outOfOrder.isEmpty && w.bufferedBytes == 0)
+    }
+
     @Test func sendQueueCutsMessagesIntoSegments() {
         var q = SendQueue()
         q.push([1, 2, 3, 4, 5])
