@@ -37,6 +37,18 @@ public struct ARQConfiguration: Sendable {
     public var redundantCopies = 2
     /// Most bytes (payload plus segment header) of redundant copies per datagram.
     public var redundancyBytesPerDatagram = 128
+    /// Sparse-traffic redundancy timer: when a datagram carrying new small segments is
+    /// neither followed by another datagram nor acknowledged within `redundancyDelay`, send
+    /// one datagram of redundant copies (same budget as piggybacked copies). Live batches are
+    /// 60 ms apart, so without it two losses in a row wait two batches; it only runs while
+    /// `lossEstimate` is above `redundancyLossThreshold`, so a clean link pays nothing.
+    public var redundancyTimer = true
+    /// Datagram loss estimate (parts per 65536, EWMA) above which the timer runs: 1 %.
+    public var redundancyLossThreshold = 655
+    /// Bounds of the timer delay, which is half the smoothed RTT: long enough that a burst
+    /// loss rarely takes both copies, short enough to beat the next batch.
+    public var minRedundancyDelay = Instant.Duration.milliseconds(5)
+    public var maxRedundancyDelay = Instant.Duration.milliseconds(30)
     /// Send an ack-eliciting ping after this long without sending one.
     public var keepaliveInterval = Instant.Duration.milliseconds(5000)
     /// Report `.peerUnreachable` after this long without hearing from a peer we await.
@@ -94,6 +106,10 @@ public struct ARQStats: Equatable, Sendable {
     public var retransmissions = 0
     /// Extra copies sent along proactively.
     public var redundantSegments = 0
+    /// Datagrams of redundant copies sent by the sparse-traffic redundancy timer.
+    public var redundancyTimerDatagrams = 0
+    /// Estimated datagram loss toward the peer, parts per 65536 (see `ARQSession`).
+    public var lossEstimate = 0
     public var pureAcksSent = 0
     public var probesSent = 0
     public var lossesDetected = 0

@@ -27,6 +27,14 @@ public final class ARQSession: DatagramEndpoint {
     /// Bytes each delivered-but-untaken message is charged on top of its size, so a flood of
     /// empty messages also closes the receive window.
     public static let deliveredMessageOverhead = 16
+    /// Scale of the datagram loss estimate (`ARQStats.lossEstimate`): 65536 is 100 %.
+    public static let lossEstimateScale = 65536
+    /// The loss estimate moves 1/2^shift of the way to each sample (1/16: about the last 16
+    /// datagrams count).
+    public static let lossEstimateShift = 4
+    /// Slack beyond the peer's ack delay before an unechoed datagram counts as lost: timers
+    /// fire late by a few milliseconds under load.
+    public static let lossSampleMargin = Instant.Duration.milliseconds(5)
 
     public let connectionID: UInt64
     public let configuration: ARQConfiguration
@@ -54,6 +62,13 @@ public final class ARQSession: DatagramEndpoint {
     private var lastTimestamp: UInt32 = 0
     private var sentTimestamps: [UInt32]
     private var sentTimes: [Instant]
+    private var sentElicits: [Bool]
+
+    // Sparse-traffic redundancy timer (see `ARQConfiguration.redundancyTimer`).
+    private var lossEstimate = 0
+    private var redundancyAt: Instant?
+    private var redundancyDatagram: UInt64 = 0
+    private var redundancyPending = false
 
     // Receive side.
     private var receiver: ReceiveWindow
@@ -95,6 +110,7 @@ public final class ARQSession: DatagramEndpoint {
         self.lastAckElicitingSentAt = now
         self.sentTimestamps = Array(repeating: 0, count: ARQSession.sentDatagramHistory)
         self.sentTimes = Array(repeating: .zero, count: ARQSession.sentDatagramHistory)
+        self.sentElicits = Array(repeating: false, count: ARQSession.sentDatagramHistory)
         self.receiver = ReceiveWindow(capacity: Int(config.receiveWindow), next: config.peerInitialSequence)
         self.lastAdvertisedWindow = config.receiveWindow
         self.lastReceivedAt = now
@@ -154,6 +170,7 @@ public final class ARQSession: DatagramEndpoint {
         s.queuedBytes = queue.queuedBytes
         s.queuedMessages = queue.messageCount
         s.pendingReceiveBytes = pendingReceiveBytes
+        s.lossEstimate = lossEstimate
         s.outOfOrderSegments = receiver.outOfOrder.ranges.reduce(0) { $0 + Int($1.count) }
         return s
     }
@@ -221,6 +238,10 @@ public final class ARQSession: DatagramEndpoint {
         if ackPending, let d = ackDeadline, !(now < d) { ackImmediately = true }
         if let l = lossDeadline, !(now < l) { detectLosses(now: now) }
         if let p = probeDeadline(), !(now < p) { firePTO(now: now) }
+        if let r = redundancyDeadline(), !(now < r) {
+            redundancyAt = nil
+            redundancyPending = true
+        }
         if let k = keepaliveDeadline(), !(now < k) {
             lastKeepaliveAt = now
             probePending = true
@@ -241,6 +262,7 @@ public final class ARQSession: DatagramEndpoint {
         if ackPending { consider(ackDeadline) }
         consider(lossDeadline)
         consider(probeDeadline())
+        consider(redundancyDeadline())
         consider(keepaliveDeadline())
         consider(deadPeerDeadline())
         return next
@@ -256,7 +278,7 @@ public final class ARQSession: DatagramEndpoint {
         // Nothing to retransmit, queue, probe or acknowledge: no frame (the last call of every
         // drain; building and encoding a frame only to drop it cost the daemon per datagram).
         let ackDue = ackPending && (ackImmediately || (ackDeadline.map { !(now < $0) } ?? false))
-        if pendingRetransmits == 0 && queue.isEmpty && !probePending && !ackDue { return nil }
+        if pendingRetransmits == 0 && queue.isEmpty && !probePending && !ackDue && !redundancyPending { return nil }
         var frame = Frame(connectionID: connectionID, timestamp: 0)
         if hasReceived { frame.ack = makeAck(now: now) }
         if !peerHasOurAckDelay {
@@ -267,6 +289,7 @@ public final class ARQSession: DatagramEndpoint {
         var budget = configuration.maxDatagramSize - FrameCodec.encodedSize(of: frame)
         var chosen: [Int] = []  // ledger offsets
         var probing = false
+        var carriedNew = false
 
         // 1. Segments declared lost or probed, oldest first.
         if pendingRetransmits > 0 {
@@ -295,15 +318,19 @@ public final class ARQSession: DatagramEndpoint {
             bytesInFlight += piece.payload.count
             counters.segmentsSent += 1
             chosen.append(ledger.count - 1)
+            carriedNew = true
         }
-        // 3. Redundant copies of recent small unacknowledged segments, newest first.
-        if !chosen.isEmpty && configuration.redundantCopies > 0 {
+        // 3. Redundant copies of recent small unacknowledged segments, newest first. The
+        // redundancy timer sends them alone, past the per-segment copy count (once per send).
+        let timerCopy = redundancyPending
+        redundancyPending = false
+        if (!chosen.isEmpty || timerCopy) && configuration.redundantCopies > 0 {
             var spare = min(budget, configuration.redundancyBytesPerDatagram)
             let lowest = max(0, ledger.count - ARQSession.redundancyScanDepth)
             var i = ledger.count - 1
             while i >= lowest && chosen.count < FrameCodec.maxSegmentsPerFrame {
                 let e = ledger[i]
-                if !e.acked && e.redundantCopies < configuration.redundantCopies && !chosen.contains(i) {
+                if !e.acked && (e.redundantCopies < configuration.redundantCopies || timerCopy) && !chosen.contains(i) {
                     let cost = FrameCodec.segmentOverhead(payloadCount: e.payload.count) + e.payload.count
                     if cost <= spare {
                         spare -= cost
@@ -318,6 +345,7 @@ public final class ARQSession: DatagramEndpoint {
 
         guard !chosen.isEmpty || ackDue || probePending else { return nil }
         if chosen.isEmpty && !probePending { counters.pureAcksSent += 1 }
+        if timerCopy && !chosen.isEmpty && !carriedNew { counters.redundancyTimerDatagrams += 1 }
         if probePending || probing {
             frame.ackNow = true
             if probePending { counters.probesSent += 1 }
@@ -325,6 +353,10 @@ public final class ARQSession: DatagramEndpoint {
         }
         chosen.sort()
         let index = datagramCount
+        if carriedNew && configuration.redundancyTimer {
+            redundancyAt = now + redundancyDelay()
+            redundancyDatagram = index
+        }
         frame.segments = chosen.map { i in
             ledger[i].lastSentAt = now
             ledger[i].lastSentDatagram = index
@@ -354,6 +386,7 @@ public final class ARQSession: DatagramEndpoint {
         let slot = Int(datagramCount % UInt64(ARQSession.sentDatagramHistory))
         sentTimestamps[slot] = frame.timestamp
         sentTimes[slot] = now
+        sentElicits[slot] = frame.isAckEliciting
         lastTimestamp = frame.timestamp
         datagramCount += 1
         counters.datagramsSent += 1
@@ -447,7 +480,9 @@ public final class ARQSession: DatagramEndpoint {
         var newLargest = false
         if let sent = sentDatagram(withTimestamp: ack.echoedTimestamp),
            largestAckedDatagram.map({ sent.index > $0 }) ?? true {
+            sampleLoss(previous: largestAckedDatagram, echoed: sent.index, echoedAt: sent.at)
             largestAckedDatagram = sent.index
+            if sent.index >= redundancyDatagram { redundancyAt = nil }
             newLargest = true
             let raw = now.since(sent.at)
             let reported = Instant.Duration(microseconds: UInt64(ack.ackDelay) * FrameCodec.ackDelayUnitMicroseconds)
@@ -487,6 +522,41 @@ public final class ARQSession: DatagramEndpoint {
                 lossDeadline = lossDeadline.map { min($0, t) } ?? t
             }
         }
+    }
+
+    /// Datagram loss estimate from echoed timestamps. The peer acknowledges within its ack
+    /// delay and echoes the newest datagram it holds, so an ack-eliciting datagram sent more
+    /// than that delay before the newly echoed one and never echoed itself was lost (or its
+    /// ack was): sparse live batches are measured, closer datagrams whose acks merge are not.
+    /// Losses repaired by redundant copies count too, which loss detection never sees.
+    private func sampleLoss(previous: UInt64?, echoed: UInt64, echoedAt: Instant) {
+        let history = UInt64(ARQSession.sentDatagramHistory)
+        let shift = ARQSession.lossEstimateShift
+        let oldest = datagramCount > history ? datagramCount - history : 0
+        var i = max(previous.map { $0 + 1 } ?? echoed, oldest)
+        let gap = peerMaxAckDelay + ARQSession.lossSampleMargin
+        while i < echoed {
+            let slot = Int(i % history)
+            if sentElicits[slot] && sentTimes[slot] + gap < echoedAt {
+                lossEstimate += (ARQSession.lossEstimateScale - lossEstimate) >> shift
+            }
+            i += 1
+        }
+        lossEstimate -= lossEstimate >> shift
+    }
+
+    /// Half the smoothed RTT, within the configured bounds.
+    private func redundancyDelay() -> Instant.Duration {
+        let half = Instant.Duration(microseconds: rtt.smoothed.microseconds / 2)
+        return min(max(half, configuration.minRedundancyDelay), configuration.maxRedundancyDelay)
+    }
+
+    /// When the redundancy timer fires: armed by the last datagram with new data, while that
+    /// datagram is unacknowledged, something is in flight and the link is lossy.
+    private func redundancyDeadline() -> Instant? {
+        guard let at = redundancyAt, !ledger.isEmpty, ledger.count > pendingRetransmits,
+              lossEstimate > configuration.redundancyLossThreshold else { return nil }
+        return at
     }
 
     /// The probe timeout: RTO plus the peer's ack delay, doubled per unanswered probe, capped.
