@@ -21,14 +21,14 @@ struct BridgeShape {
 /// watchers spread over every daemon, on one libuv loop (shared with the chaos proxy). A
 /// delivery is *local* when the watcher is on the drawer's daemon, *remote* otherwise: the
 /// difference is what the broker hop adds.
-final class BridgeLoad {
+final class BridgeLoad: MemberLoad {
     let loop: EventLoop
     let wheel: FanoutWheel
     private let shape: BridgeShape
     private let workload: FanoutWorkload
     private let servers: [SocketAddress]
-    private var drawers: [BridgeDrawer] = []
-    private var watchers: [BridgeWatcher] = []
+    private var drawers: [FanoutDrawer] = []
+    private var watchers: [FanoutWatcher] = []
     private var ticker: LoopTimer?
     private let connectionBase: UInt64
     private var joinedWatchers = 0
@@ -105,7 +105,7 @@ final class BridgeLoad {
             for room in 0..<shape.rooms {
                 let phase = UInt64(room) * workload.loopMicroseconds / UInt64(max(shape.rooms, 1))
                 let daemon = shape.drawerDaemon(room: room)
-                drawers.append(try BridgeDrawer(room: room, daemon: daemon, server: servers[daemon],
+                drawers.append(try FanoutDrawer(room: room, daemon: daemon, server: servers[daemon],
                                                 connectionID: connectionBase | (1 << UInt64(BridgeLoad.watcherIndexBits)) | UInt64(room),
                                                 schedule: FanoutSchedule(workload: workload, phase: phase), load: self, now: loop.now))
             }
@@ -179,7 +179,7 @@ final class BridgeLoad {
                 }
                 entry!.1 += 1
                 socketOf[daemon] = entry
-                watchers.append(BridgeWatcher(room: room, daemon: daemon, user: "w\(member)", origin: UInt64(index + 1),
+                watchers.append(FanoutWatcher(room: room, daemon: daemon, user: "w\(member)", origin: UInt64(index + 1),
                                               connectionID: connectionBase | UInt64(index), socket: entry!.0, load: self, now: loop.now))
                 index += 1
             }

@@ -66,7 +66,7 @@ func fanoutFixed(_ v: Double, _ digits: Int) -> String {
 /// lesson rate, the other members watching, all over native UDP sessions on one libuv loop.
 /// Watchers share sockets (`sessionsPerSocket` each), found again by connection id; every
 /// session's ARQ deadline sits in one timer wheel.
-final class FanoutLoad {
+final class FanoutLoad: MemberLoad {
     let loop: EventLoop
     let wheel: FanoutWheel
     private let shape: FanoutShape
@@ -120,7 +120,7 @@ final class FanoutLoad {
         return workload.batches[Int(sentBatch[room][index])] == commands
     }
 
-    func delivered(room: Int, roomSeq: UInt64, at now: UInt64) {
+    func delivered(room: Int, daemon: Int, roomSeq: UInt64, at now: UInt64) {
         deliveries += 1
         let sent = sentAt[room][Int(roomSeq) - 1]
         if sent >= windowStart && sent < windowEnd { histogram.record(now >= sent ? now - sent : 0) }
@@ -140,7 +140,7 @@ final class FanoutLoad {
             let joinStart = loop.now
             for room in 0..<shape.rooms {
                 let phase = UInt64(room) * workload.loopMicroseconds / UInt64(max(shape.rooms, 1))
-                drawers.append(try FanoutDrawer(room: room, server: server, schedule: FanoutSchedule(workload: workload, phase: phase),
+                drawers.append(try FanoutDrawer(room: room, server: server, connectionID: connectionID(drawer: room), schedule: FanoutSchedule(workload: workload, phase: phase),
                                                 load: self, now: loop.now))
             }
             guard runUntil(limit: 20_000_000, { self.drawers.allSatisfy(\.joined) }) else {

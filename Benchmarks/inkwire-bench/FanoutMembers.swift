@@ -3,14 +3,27 @@ import InkCodec
 import InkProtocol
 import InkUV
 
+/// What the fanout and bridge loads give their members: the loop, the shared timer wheel, room
+/// names, and where a member reports joins and checked deliveries.
+protocol MemberLoad: AnyObject {
+    var loop: EventLoop { get }
+    var wheel: FanoutWheel { get }
+    func roomName(_ room: Int) -> String
+    func watcherJoined()
+    func matches(room: Int, roomSeq: UInt64, commands: [TimedCommand]) -> Bool
+    func delivered(room: Int, daemon: Int, roomSeq: UInt64, at now: UInt64)
+}
+
 /// A watching member as light as the protocol allows: an ARQ session and the session-message
 /// decoder, no board. It checks what it gets: room batches in `roomSeq` order from 1, each
 /// decoding (against its own codec state) to the commands the drawer sent.
 final class FanoutWatcher: FanoutTimed {
     let room: Int
+    /// The daemon it is connected to (0 when there is one).
+    let daemon: Int
     let connectionID: UInt64
     private let arq: ARQSession
-    private unowned let load: FanoutLoad
+    private unowned let load: any MemberLoad
     private let socket: UDPSocket
     var wheelMs = UInt64.max
     private(set) var joined = false
@@ -20,8 +33,9 @@ final class FanoutWatcher: FanoutTimed {
     private(set) var errors = 0
     private var codec = BinaryCodecState()
 
-    init(room: Int, user: String, origin: UInt64, connectionID: UInt64, socket: UDPSocket, load: FanoutLoad, now: UInt64) {
+    init(room: Int, daemon: Int = 0, user: String, origin: UInt64, connectionID: UInt64, socket: UDPSocket, load: any MemberLoad, now: UInt64) {
         self.room = room
+        self.daemon = daemon
         self.connectionID = connectionID
         self.socket = socket
         self.load = load
@@ -63,8 +77,8 @@ final class FanoutWatcher: FanoutTimed {
         }
         switch message {
         case .joinAccepted:
+            if !joined { load.watcherJoined() }
             joined = true
-            load.watcherJoined()
         case .roomBatch(let batch):
             guard batch.roomSeq == nextRoomSeq, let decoded = try? BinaryBatchCodec.decode(batch.payload, state: &codec),
                   load.matches(room: room, roomSeq: batch.roomSeq, commands: decoded.commands) else {
@@ -72,7 +86,7 @@ final class FanoutWatcher: FanoutTimed {
                 return
             }
             nextRoomSeq += 1
-            load.delivered(room: room, roomSeq: batch.roomSeq, at: now)
+            load.delivered(room: room, daemon: daemon, roomSeq: batch.roomSeq, at: now)
         case .joinRefused, .goingAway:
             errors += 1
         default:
@@ -84,9 +98,11 @@ final class FanoutWatcher: FanoutTimed {
 /// The drawing member of a room: a full `ClientSession` (teacher) on its own connected socket.
 final class FanoutDrawer: FanoutTimed {
     let room: Int
+    /// The daemon it draws through (0 when there is one).
+    let daemon: Int
     let session: ClientSession
     let socket: UDPSocket
-    private unowned let load: FanoutLoad
+    private unowned let load: any MemberLoad
     var wheelMs = UInt64.max
     var schedule: FanoutSchedule
     private(set) var joined = false
@@ -94,15 +110,16 @@ final class FanoutDrawer: FanoutTimed {
     private(set) var acknowledged: UInt64 = 0
     private(set) var errors = 0
 
-    init(room: Int, server: SocketAddress, schedule: FanoutSchedule, load: FanoutLoad, now: UInt64) throws {
+    init(room: Int, daemon: Int = 0, server: SocketAddress, connectionID: UInt64, schedule: FanoutSchedule, load: any MemberLoad, now: UInt64) throws {
         self.room = room
+        self.daemon = daemon
         self.schedule = schedule
         self.load = load
         socket = try UDPSocket(loop: load.loop, bindTo: .loopbackIPv4(port: 0))
         try socket.connect(to: server)
         try? socket.setReceiveBufferSize(1 << 20)
         let configuration = ClientConfiguration(room: load.roomName(room), user: "drawer", role: .teacher, origin: UInt64(1_000_000 + room))
-        session = ClientSession(configuration, transport: .datagram(connectionID: load.connectionID(drawer: room)), now: Instant(microseconds: now))
+        session = ClientSession(configuration, transport: .datagram(connectionID: connectionID), now: Instant(microseconds: now))
         try socket.startReceiving { [unowned self] buffer, _ in
             let now = self.load.loop.now
             self.session.handleDatagram(Array(buffer), now: Instant(microseconds: now))
