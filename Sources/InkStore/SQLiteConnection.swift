@@ -6,6 +6,11 @@ private let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self
 /// One SQLite connection, used by one thread at a time (opened with SQLITE_OPEN_NOMUTEX).
 /// Every C call is bound here once; failures become `StoreError.storage` with SQLite's code.
 final class SQLiteConnection {
+    /// How long a statement waits for another connection's lock before failing with
+    /// SQLITE_BUSY: a connection closing elsewhere checkpoints the WAL under an exclusive lock
+    /// for a moment, and a reader or a reopen must wait that out rather than fail.
+    static let busyTimeoutMilliseconds: Int32 = 2000
+
     let handle: OpaquePointer
 
     init(path: String, readOnly: Bool = false) throws(StoreError) {
@@ -19,6 +24,7 @@ final class SQLiteConnection {
         }
         handle = db
         sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, Self.busyTimeoutMilliseconds)
     }
 
     deinit { sqlite3_close_v2(handle) }
