@@ -220,12 +220,7 @@ final class BridgeLoad: MemberLoad {
         guard drawing else { return }
         let elapsed = now - drawStart
         for drawer in drawers {
-            while let commands = drawer.schedule.due(elapsed: elapsed) {
-                let index = drawer.schedule.next - 1
-                guard let handedAt = drawer.draw(commands, now: loop.now) else { break }
-                sentBatch[drawer.room].append(Int32(index))
-                sentAt[drawer.room].append(handedAt)
-            }
+            drawer.drawDue(elapsed: elapsed, batches: &sentBatch[drawer.room], handedAt: &sentAt[drawer.room])
         }
     }
 

@@ -139,6 +139,17 @@ final class FanoutDrawer: FanoutTimed {
         return handedAt
     }
 
+    /// Draws every batch of the schedule that fell due by `elapsed`, noting each one's trace
+    /// batch index and when it was handed to the socket.
+    func drawDue(elapsed: UInt64, batches: inout [Int32], handedAt: inout [UInt64]) {
+        while let commands = schedule.due(elapsed: elapsed) {
+            let index = schedule.next - 1
+            guard let at = draw(commands, now: load.loop.now) else { break }
+            batches.append(Int32(index))
+            handedAt.append(at)
+        }
+    }
+
     func fire(now: UInt64) {
         session.handleTimeout(now: Instant(microseconds: now))
         pump(now: now)
