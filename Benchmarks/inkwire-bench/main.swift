@@ -2,6 +2,7 @@ import CENet
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "kcp-experiment" { runKCPExperiment(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "udp-loopback" { runUDPLoopback(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "codec" { runCodecBench(Array(CommandLine.arguments.dropFirst(2))) }
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "codec-entropy" { runCodecEntropyBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "store" { runStoreBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "sync" { runSyncBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "link" { runLinkProxy(Array(CommandLine.arguments.dropFirst(2))) }
@@ -20,5 +21,6 @@ print("""
       netns-link      packet-level impaired link (root)         loss          packet-loss harness (issue 6)
       mqtt-chaos      MQTT proxy: delay, duplicate, burst publishes
       bridge          N daemons bridged through mosquitto
+      codec-entropy   the entropy figures behind the codec size target
     """)
 print("inkwire-bench: not yet implemented")
