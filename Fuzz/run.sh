@@ -5,7 +5,8 @@
 # A target is one file Fuzz/targets/NAME.swift defining `@_cdecl("LLVMFuzzerTestOneInput")`.
 # It is compiled together with the pure modules' sources (`modules` below) into one module, so it
 # uses them directly (no `import`; their imports of each other are dropped in a temporary
-# copy). Seeds, if any, live in Fuzz/seeds/NAME/. Run some targets with
+# copy). A target that needs InkRelay too says so on a line `// fuzz-modules: InkRelay` (only
+# those targets pay for compiling it). Seeds, if any, live in Fuzz/seeds/NAME/. Run some targets with
 # `Fuzz/run.sh NAME...`. Crash inputs are kept in Fuzz/bin/NAME-crashes/.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -15,12 +16,15 @@ else targets=(targets/*.swift); fi
 [ -e "${targets[0]}" ] || { echo "fuzz: no targets yet"; exit 0; }
 mkdir -p bin
 modules=(InkCodec InkProtocol)
+optional=(InkRelay)
 src="$(mktemp -d)"  # per run, so two runs cannot rewrite each other's sources
 trap 'rm -rf "$src"' EXIT
-for module in "${modules[@]}"; do
+all=("${modules[@]}" "${optional[@]}")
+for module in "${all[@]}"; do
+    dir="$src"; [[ " ${optional[*]} " == *" $module "* ]] && { dir="$src/$module"; mkdir -p "$dir"; }
     for file in ../Sources/"$module"/*.swift; do
-        sed -E "/^[[:space:]]*(@[A-Za-z_]+[[:space:]]+)*import[[:space:]]+($(IFS='|'; echo "${modules[*]}"))[[:space:]]*$/d" \
-            "$file" > "$src/${module}_$(basename "$file")"
+        sed -E "/^[[:space:]]*(@[A-Za-z_]+[[:space:]]+)*import[[:space:]]+($(IFS='|'; echo "${all[*]}"))[[:space:]]*$/d" \
+            "$file" > "$dir/${module}_$(basename "$file")"
     done
 done
 # The MQTT chaos proxy's pure parts (framer, chaos session) import nothing; they ride along.
@@ -28,9 +32,11 @@ for file in ../Benchmarks/MQTTChaos/*.swift; do cp "$file" "$src/MQTTChaos_$(bas
 failed=()
 for target in "${targets[@]}"; do
     name="$(basename "$target" .swift)"
+    extra=()
+    for module in $(sed -n -E 's|^// fuzz-modules:(.*)$|\1|p' "$target"); do extra+=("$src/$module"/*.swift); done
     echo "fuzz: building $name"
     if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name "Fuzz_${name//-/_}" \
-        "$src"/*.swift "$target" -o "bin/$name" > "bin/$name.build.log" 2>&1; then
+        "$src"/*.swift "${extra[@]}" "$target" -o "bin/$name" > "bin/$name.build.log" 2>&1; then
         cat "bin/$name.build.log"; failed+=("$name (build)"); continue
     fi
     corpus="bin/$name-corpus"; crashes="bin/$name-crashes"

@@ -62,6 +62,10 @@ public enum BridgeWire {
     public static let maxPayloadBytes = 256 * 1024
     /// Records in one response chunk.
     public static let maxRecordsPerResponse = 4096
+    /// Largest room or forward number (`roomSeq`, `forwardSeq`, a head): a batch a millisecond
+    /// would take 146 million years to reach it, and a receiver counting one past it never
+    /// overflows. Larger numbers are malformed.
+    public static let maxSequence: UInt64 = 1 << 62
 
     enum Kind: UInt8 {
         case claim = 1, forward = 2, record = 3, head = 4, request = 5, response = 6
@@ -107,10 +111,10 @@ public enum BridgeWire {
         let message: BridgeMessage
         switch kind {
         case .claim:
-            message = .claim(room: room, BridgeClaim(daemon: try r.name(), head: try r.varint()))
+            message = .claim(room: room, BridgeClaim(daemon: try r.name(), head: try r.sequence(allowZero: true)))
         case .forward:
             let daemon = try r.name()
-            let incarnation = try r.varint(), seq = try r.varint(), floor = try r.varint()
+            let incarnation = try r.varint(), seq = try r.sequence(allowZero: false), floor = try r.varint()
             let origin = try r.varint(), originSeq = try r.varint()
             let user = try r.name()
             let payload = try r.bytes(max: maxPayloadBytes)
@@ -120,7 +124,7 @@ public enum BridgeWire {
         case .record:
             message = .record(try r.record(room: room))
         case .head:
-            message = .head(room: room, daemon: try r.name(), roomSeq: try r.varint())
+            message = .head(room: room, daemon: try r.name(), roomSeq: try r.sequence(allowZero: true))
         case .request:
             let requester = try r.name()
             let from = try r.varint(), through = try r.varint()
@@ -180,6 +184,12 @@ public enum BridgeWire {
             }
             throw .badValue("varint")
         }
+        /// A room or forward number, at most `maxSequence`.
+        mutating func sequence(allowZero: Bool) throws(BridgeWireError) -> UInt64 {
+            let n = try varint()
+            guard n <= BridgeWire.maxSequence, allowZero || n > 0 else { throw .badValue("sequence number") }
+            return n
+        }
         mutating func bytes(max: Int) throws(BridgeWireError) -> [UInt8] {
             let n = try varint()
             guard n <= UInt64(max) else { throw .tooLarge("field of \(n) bytes") }
@@ -193,8 +203,8 @@ public enum BridgeWire {
             return s
         }
         mutating func record(room: String) throws(BridgeWireError) -> RelayRecord {
-            let seq = try varint(), author = try varint()
-            guard seq > 0, author <= UInt64(UInt32.max) else { throw .badValue("record") }
+            let seq = try sequence(allowZero: false), author = try varint()
+            guard author <= UInt64(UInt32.max) else { throw .badValue("record") }
             let user = try name()
             let origin = try varint(), originSeq = try varint(), time = try varint()
             let payload = try bytes(max: BridgeWire.maxPayloadBytes)

@@ -38,6 +38,25 @@ struct BridgeWireTests {
         #expect(throws: BridgeWireError.self) { try BridgeWire.decode(BridgeWire.encode(.head(room: longName, daemon: "a", roomSeq: 1))) }
     }
 
+    /// Fuzz/targets/BridgeWire.swift found this: a forward numbered UInt64.max (floor too) made
+    /// a home's reorder buffer count one past it and trap. Numbers past `maxSequence` are now
+    /// malformed.
+    @Test func refusesNumbersPastTheBound() throws {
+        let crash: [UInt8] = [1, 2, 1, 0x72, 1, 0x78, 3] + [UInt8](repeating: 0xFF, count: 9) + [1] + [UInt8](repeating: 0xFF, count: 9)
+            + [1, 0x2A, 1, 3, 0x61, 0x6E, 0x61, 2, 1, 2]
+        #expect(throws: BridgeWireError.badValue("sequence number")) { try BridgeWire.decode(crash) }
+        let past = BridgeWire.maxSequence + 1
+        let batch = ForwardedBatch(room: "r", origin: 1, originSeq: 1, user: "u", payload: [])
+        for message in [BridgeMessage.claim(room: "r", BridgeClaim(daemon: "a", head: past)),
+                        .forward(daemon: "a", incarnation: 1, forwardSeq: past, floor: 1, batch),
+                        .record(RelayRecord(room: "r", roomSeq: past, author: AuthorID(1), user: "u", origin: 1, originSeq: 1, timeMs: 0, payload: [])),
+                        .head(room: "r", daemon: "a", roomSeq: past)] {
+            #expect(throws: BridgeWireError.badValue("sequence number")) { try BridgeWire.decode(BridgeWire.encode(message)) }
+        }
+        let atBound = BridgeMessage.forward(daemon: "a", incarnation: 1, forwardSeq: BridgeWire.maxSequence, floor: BridgeWire.maxSequence, batch)
+        #expect(try BridgeWire.decode(BridgeWire.encode(atBound)) == atBound)
+    }
+
     @Test func topicsEscapeRoomNames() {
         let t = BridgeTopics(prefix: "inkwire")
         #expect(t.forward("maths/1 b+#", daemon: "d1") == "inkwire/room/maths%2F1%20b%2B%23/forward/d1")
