@@ -40,6 +40,11 @@ public struct BridgeConfiguration: Sendable {
     public var maxForwardAttempts = 60
     /// Rooms bridged at once.
     public var maxRooms = 1024
+    /// How far a claim that would move a decided room (lead it away from this home, or from a
+    /// follower's home) may be ahead of the room's head as this daemon knows it. Beyond it the
+    /// claim is implausible (no split broker lasts a million batches) and is refused as
+    /// malformed; a home asserts its own claim again.
+    public var maxClaimLead: UInt64 = 1 << 20
 
     public init(daemonID: String, incarnation: UInt64, topicPrefix: String = "inkwire") {
         self.daemonID = daemonID
@@ -356,7 +361,7 @@ public final class BridgeCore {
         }
         metrics.received += 1
         switch message {
-        case .claim(let room, let claim): handleClaim(room, claim, now: now)
+        case .claim(let room, let claim): handleClaim(room, claim, topic: topic, now: now)
         case .forward(let daemon, let incarnation, let seq, let floor, let batch):
             guard daemon != me, rooms[batch.room]?.role == .home else { return }
             let key = batch.room + "\u{0}" + daemon + "\u{0}" + String(incarnation)
@@ -365,6 +370,10 @@ public final class BridgeCore {
             drainBuffers(now: now, fromResponse: false)
         case .record(let record):
             guard var r = rooms[record.room], r.role != .home else { return }
+            guard Self.payloadDecodes(record) else {
+                refuse(topic: topic, .badValue("record payload"))
+                return
+            }
             r.knownHomeHead = max(r.knownHomeHead, record.roomSeq)
             rooms[record.room] = r
             insertRecord(record, now: now)
@@ -372,8 +381,9 @@ public final class BridgeCore {
             if record.roomSeq > logBuffer.nextExpected(from: record.room) + logBuffer.configuration.maxAhead {
                 requestCatchUp(record.room, now: now, force: false)
             }
-        case .head(let room, _, let seq):
-            guard var r = rooms[room], case .follower = r.role else { return }
+        case .head(let room, let daemon, let seq):
+            // Only the home's own head says how far its log reaches.
+            guard var r = rooms[room], case .follower(let home) = r.role, daemon == home else { return }
             r.knownHomeHead = max(r.knownHomeHead, seq)
             rooms[room] = r
             requestCatchUp(room, now: now, force: false)
@@ -382,7 +392,13 @@ public final class BridgeCore {
             serve(room, requester: requester, from: from, through: through)
         case .response(let room, let records):
             guard rooms[room] != nil, rooms[room]!.role != .home else { return }
-            for record in records { insertRecord(record, now: now) }
+            for record in records {
+                guard Self.payloadDecodes(record) else {
+                    refuse(topic: topic, .badValue("record payload"))
+                    continue
+                }
+                insertRecord(record, now: now)
+            }
             drainBuffers(now: now, fromResponse: true)
             // A long history comes in several requests: ask for the rest at once.
             if let last = records.last, rooms[room]!.head >= last.roomSeq, rooms[room]!.knownHomeHead > last.roomSeq {
@@ -393,12 +409,44 @@ public final class BridgeCore {
 
     // MARK: internals
 
+    /// A well-formed message this daemon will not act on: counted and reported as malformed.
+    private func refuse(topic: String, _ error: BridgeWireError) {
+        metrics.malformed += 1
+        event(.malformed(topic: topic, error))
+    }
+
+    /// Whether a record's payload is a batch the relay can take. A record that is not would
+    /// take its number in the replica's order and stall the room behind it (the relay refuses
+    /// it), so it is dropped here and the home's own copy fills the number.
+    static func payloadDecodes(_ record: RelayRecord) -> Bool {
+        var state = BinaryCodecState()
+        return (try? BinaryBatchCodec.decode(record.payload, state: &state)) != nil
+    }
+
+    /// A claim that would move a decided room must be within `maxClaimLead` of the room's head
+    /// as this daemon knows it (a claim while discovering or claiming is taken as it is).
+    private func isPlausible(_ claim: BridgeClaim, _ r: RoomBridge) -> Bool {
+        let known: UInt64
+        switch r.role {
+        case .home: known = max(r.head, r.published)
+        case .follower: known = max(r.head, r.knownHomeHead, r.bestClaim?.head ?? 0)
+        case .discovering, .claiming: return true
+        }
+        return claim.head <= known || claim.head - known <= configuration.maxClaimLead
+    }
+
     private func myClaim(_ room: String) -> BridgeClaim {
         BridgeClaim(daemon: me, head: rooms[room].map { max($0.head, $0.published) } ?? 0)
     }
 
-    private func handleClaim(_ room: String, _ claim: BridgeClaim, now: Instant) {
+    private func handleClaim(_ room: String, _ claim: BridgeClaim, topic: String, now: Instant) {
         guard let r = rooms[room] else { return }
+        if claim.daemon != me, !isPlausible(claim, r) {
+            refuse(topic: topic, .badValue("claim head"))
+            // The retained claim must end up the home's again.
+            if r.role == .home { publish(topics.home(room), .claim(room: room, myClaim(room)), retain: true) }
+            return
+        }
         if claim.daemon != me, r.bestClaim.map({ claim.daemon == $0.daemon || claim.beats($0) }) ?? true {
             rooms[room]!.bestClaim = claim
         }
