@@ -150,7 +150,11 @@ public final class BridgeCore {
     private var rooms: [String: RoomBridge] = [:]
     private var logBuffer: ReorderBuffer<String, RelayRecord>
     private var forwardBuffer: ReorderBuffer<String, ForwardedBatch>
-    /// Forward streams' buffer keys by room (forgotten when the room is led elsewhere).
+    /// The forward stream (`forwardBuffer` key) each forwarding daemon of a led room uses now,
+    /// by `room NUL daemon`. A forwarder's new incarnation replaces its old stream and a room
+    /// no longer led here forgets its streams, so restarts do not pile up streams until the
+    /// buffer's table of origins (`maxOrigins`) is full and every new stream is refused.
+    private var forwardStreams: [String: String] = [:]
     private var outputs: [BridgeOutput] = []
     private var outputHead = 0
 
@@ -235,6 +239,7 @@ public final class BridgeCore {
             fresh.subscribedAsHome = old.subscribedAsHome
             rooms[room] = fresh
             logBuffer.forget(room)
+            forgetForwardStreams(room)
             logBuffer.expect(room, next: head + 1)
             return
         }
@@ -364,7 +369,15 @@ public final class BridgeCore {
         case .claim(let room, let claim): handleClaim(room, claim, topic: topic, now: now)
         case .forward(let daemon, let incarnation, let seq, let floor, let batch):
             guard daemon != me, rooms[batch.room]?.role == .home else { return }
-            let key = batch.room + "\u{0}" + daemon + "\u{0}" + String(incarnation)
+            let stream = batch.room + "\u{0}" + daemon, key = stream + "\u{0}" + String(incarnation)
+            if let old = forwardStreams[stream], old != key {
+                // The forwarder restarted: its old numbers are over (a late copy of one that
+                // comes back starts that stream again from its floor; the relay drops repeats).
+                forwardBuffer.forget(old)
+            } else if forwardStreams[stream] == nil, forwardStreams.count >= forwardBuffer.configuration.maxOrigins {
+                return
+            }
+            forwardStreams[stream] = key
             forwardBuffer.expect(key, next: floor)
             if forwardBuffer.insert(batch, origin: key, sequence: seq, now: now) == .duplicate { metrics.duplicatesDropped += 1 }
             drainBuffers(now: now, fromResponse: false)
@@ -511,7 +524,10 @@ public final class BridgeCore {
         guard var r = rooms[room] else { return }
         let wasHome = r.role == .home
         r.role = .follower(home)
-        if wasHome { r.unpublished = [] }
+        if wasHome {
+            r.unpublished = []
+            forgetForwardStreams(room)
+        }
         rooms[room] = r
         logBuffer.expect(room, next: r.head + 1)
         outputs.append(.follow(room: room))
@@ -539,6 +555,13 @@ public final class BridgeCore {
             metrics.forwardsRetransmitted += 1
             publish(topics.forward(room, daemon: me),
                     .forward(daemon: me, incarnation: configuration.incarnation, forwardSeq: p.seq, floor: floor, p.batch))
+        }
+    }
+
+    private func forgetForwardStreams(_ room: String) {
+        let prefix = room + "\u{0}"
+        for stream in forwardStreams.keys.sorted() where stream.hasPrefix(prefix) {
+            forwardBuffer.forget(forwardStreams.removeValue(forKey: stream)!)
         }
     }
 

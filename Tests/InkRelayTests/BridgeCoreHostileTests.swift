@@ -97,4 +97,20 @@ struct BridgeCoreHostileTests {
         #expect(home.home(of: "r") == "x")
         #expect(home.metrics.malformed == 1 && follower.metrics.malformed == 1)
     }
+
+    /// Each forwarder restart (a new incarnation) used to leave its old stream in the home's
+    /// forward buffer for good: after 4096 streams every new one was refused and its batches
+    /// never reached the room. A new incarnation now replaces the old stream.
+    @Test func forwarderRestartsDoNotFillTheHomesStreamTable() {
+        let core = Self.home()
+        let now = Self.start + .milliseconds(2000)
+        var delivered = 0
+        for incarnation in 1...5000 as ClosedRange<UInt64> {
+            let batch = ForwardedBatch(room: "r", origin: 1, originSeq: incarnation, user: "u", payload: Self.payload)
+            core.handleMessage(topic: "inkwire/room/r/forward/f",
+                               payload: BridgeWire.encode(.forward(daemon: "f", incarnation: incarnation, forwardSeq: 1, floor: 1, batch)), now: now)
+            for o in Self.outputs(core) { if case .deliverForwarded(let b) = o, b == batch { delivered += 1 } }
+        }
+        #expect(delivered == 5000)
+    }
 }
