@@ -3,13 +3,13 @@ import InkRelay
 import InkUV
 
 /// One native device over UDP: an `ARQSession` carrying session messages, one relay session,
-/// one timer re-armed from the ARQ's `pollTimeout`.
+/// its deadline (the ARQ's `pollTimeout`) in the transport's `SessionTimers`.
 ///
 /// Roaming: a valid datagram of this connection id from a new address moves the session there.
 /// Amplification: until an address proves it receives (a datagram from it echoes the timestamp
 /// of a datagram we sent it), the bytes sent to it never exceed the bytes received from it;
 /// datagrams beyond that wait (`maxHeldDatagrams`) for more to arrive.
-final class NativeDatagramSession: RelaySessionTransport {
+final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
     let connectionID: UInt64
     private(set) var address: SocketAddress
     private let arq: ARQSession
@@ -24,10 +24,8 @@ final class NativeDatagramSession: RelaySessionTransport {
     /// A probe is out for the datagrams held now (one per arrival from the address or
     /// retransmission round).
     private var probing = false
-    private var timer: LoopTimer?
-    /// The whole millisecond the timer is armed for (libuv's resolution), so a flush that
-    /// leaves the deadline in the same millisecond does not re-arm it.
-    private var armedMilliseconds: UInt64?
+    /// The whole millisecond this session's deadline is armed for (kept by `SessionTimers`).
+    var wheelMilliseconds: UInt64?
     private var flushing = false
     private var flushAgain = false
     private var blocked = false
@@ -44,13 +42,12 @@ final class NativeDatagramSession: RelaySessionTransport {
     /// How long a closed session keeps retransmitting its goodbye.
     static let lingerMicroseconds: UInt64 = 1_000_000
 
-    init(connectionID: UInt64, address: SocketAddress, transport: UDPTransport) throws(UVError) {
+    init(connectionID: UInt64, address: SocketAddress, transport: UDPTransport) {
         self.connectionID = connectionID
         self.address = address
         self.transport = transport
         daemon = transport.daemon
         arq = ARQSession(connectionID: connectionID, configuration: ARQConfiguration(), now: Instant(microseconds: transport.daemon.loop.now))
-        timer = try LoopTimer(loop: transport.daemon.loop)
     }
 
     func start() {
@@ -189,31 +186,25 @@ final class NativeDatagramSession: RelaySessionTransport {
     }
 
     private func armTimer() {
-        guard let timer, !ended else { return }
+        guard !ended else { return }
         var deadline = arq.pollTimeout()?.microseconds
         if let lingerUntil { deadline = min(deadline ?? lingerUntil, lingerUntil) }
         guard let deadline else {
-            if armedMilliseconds != nil { timer.stop() }
-            armedMilliseconds = nil
+            if wheelMilliseconds != nil { transport.timers.disarm(self) }
             return
         }
-        let milliseconds = (deadline + 999) / 1000
-        guard milliseconds != armedMilliseconds else { return }
-        armedMilliseconds = milliseconds
-        timer.start(atMicroseconds: deadline, timerFired)
+        transport.timers.arm(self, atMicroseconds: deadline)
     }
 
-    /// One closure for every arming (no allocation per re-arm, no weak reference). The timer
-    /// is closed in `terminate`, before the session can go, so it never outlives `self`.
-    private lazy var timerFired: () -> Void = { [unowned self] in
-        guard !self.ended else { return }
-        self.armedMilliseconds = nil
+    /// The deadline passed (`SessionTimers`).
+    func timerFired() {
+        guard !ended else { return }
         // A retransmission round may probe again (within the budget): a lost probe or a lost
         // answer to it must not leave the held join answer waiting for the device's next
         // keepalive, seconds away.
-        self.probing = false
-        self.arq.handleTimeout(now: Instant(microseconds: self.daemon.loop.now))
-        self.flush()
+        probing = false
+        arq.handleTimeout(now: Instant(microseconds: daemon.loop.now))
+        flush()
     }
 
     /// Segments held out of order right now.
@@ -233,8 +224,7 @@ final class NativeDatagramSession: RelaySessionTransport {
     func terminate(reason: String) {
         guard !ended else { return }
         ended = true
-        timer?.close()
-        timer = nil
+        transport.timers.disarm(self)
         daemon.logger.info("udp session ended", ["connection": connectionID, "address": address, "reason": reason])
         transport.remove(self)
         if let session {

@@ -11,6 +11,8 @@ import InkUV
 final class UDPTransport {
     let socket: UDPSocket
     unowned let daemon: Daemon
+    /// Every session's ARQ deadline, on one loop timer.
+    let timers: SessionTimers
     private(set) var sessions: [UInt64: NativeDatagramSession] = [:]
     private var recentlyClosed = RecentIDs(capacity: UDPTransport.closedRemembered)
     private var newSessionRate: SourceRateLimiter
@@ -35,6 +37,7 @@ final class UDPTransport {
     init(socket: UDPSocket, daemon: Daemon) throws(UVError) {
         self.socket = socket
         self.daemon = daemon
+        timers = try SessionTimers(loop: daemon.loop)
         newSessionRate = SourceRateLimiter(perSecond: daemon.config.limits.newSessionsPerSecond)
         datagramsReceived = daemon.metrics.datagramsReceived.labels()
         bytesReceived = daemon.metrics.bytesReceived.labels("udp")
@@ -86,13 +89,7 @@ final class UDPTransport {
             metrics.errors(kind: "session_rate_limited").increment()
             return
         }
-        let session: NativeDatagramSession
-        do {
-            session = try NativeDatagramSession(connectionID: connectionID, address: peer, transport: self)
-        } catch {
-            metrics.errors(kind: "session_setup").increment()
-            return
-        }
+        let session = NativeDatagramSession(connectionID: connectionID, address: peer, transport: self)
         sessions[connectionID] = session
         metrics.sessions.labels("udp").add(1)
         session.start()
@@ -131,6 +128,7 @@ final class UDPTransport {
     func close() {
         for id in sessions.keys.sorted() { sessions[id]?.terminate(reason: "daemon stopping") }
         socket.close()
+        timers.close()
     }
 }
 
