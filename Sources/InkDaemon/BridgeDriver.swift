@@ -41,6 +41,8 @@ final class BridgeDriver: RelayBridgeHook {
         metrics = BridgeDaemonMetrics(registry: registry)
         var mqtt = MQTTClient.Configuration(host: settings.host, port: settings.port, clientID: "inkwired-\(daemonID)-\(String(randomUInt64() & 0xffff, radix: 16))")
         mqtt.maximumPayloadBytes = BridgeWire.maxMessageBytes
+        mqtt.username = settings.username
+        mqtt.password = try settings.readPassword()
         do {
             client = try MQTTClient(loop: loop, configuration: mqtt)
             timer = try LoopTimer(loop: loop)
@@ -239,6 +241,6 @@ extension Daemon {
         driver.bridge = bridge
         self.bridge = bridge
         logger.info("bridge configured", ["broker": "\(settings.host):\(settings.port)", "prefix": settings.topicPrefix, "daemon_id": id,
-                                          "retain": "full"])
+                                          "user": settings.username ?? "-", "retain": "full"])
     }
 }

@@ -1,7 +1,8 @@
 import Glibc
 import InkRelay
 
-/// `--bridge mqtt://HOST:PORT [--bridge-topic-prefix P] [--bridge-daemon-id ID]`.
+/// `--bridge mqtt://[USER@]HOST:PORT [--bridge-password-file FILE] [--bridge-topic-prefix P]
+/// [--bridge-daemon-id ID]`.
 public struct BridgeSettings: Sendable, Equatable {
     public static let defaultTopicPrefix = "inkwire"
     /// File in the data dir keeping the generated daemon id across restarts (a restarted
@@ -13,28 +14,49 @@ public struct BridgeSettings: Sendable, Equatable {
     public var topicPrefix = BridgeSettings.defaultTopicPrefix
     /// nil: read or create `daemonIDFile` in the data dir.
     public var daemonID: String?
+    /// The broker user (`mqtt://USER@HOST:PORT`), so its ACLs can keep the prefix to daemons.
+    public var username: String?
+    /// The user's password: the first line of this file (read at start).
+    public var passwordFile: String?
+    /// Longest user name or password (MQTT strings are 65,535 bytes; brokers' far less).
+    public static let maxCredentialBytes = 1024
 
-    public init(host: String, port: Int32, topicPrefix: String = BridgeSettings.defaultTopicPrefix, daemonID: String? = nil) {
+    public init(host: String, port: Int32, topicPrefix: String = BridgeSettings.defaultTopicPrefix, daemonID: String? = nil,
+                username: String? = nil, passwordFile: String? = nil) {
         self.host = host
         self.port = port
         self.topicPrefix = topicPrefix
         self.daemonID = daemonID
+        self.username = username
+        self.passwordFile = passwordFile
     }
 
-    static func parse(url: String?, prefix: String?, daemonID: String?) throws(ConfigError) -> BridgeSettings? {
+    static func parse(url: String?, prefix: String?, daemonID: String?, passwordFile: String? = nil) throws(ConfigError) -> BridgeSettings? {
         guard let url, url != "off" else {
-            if prefix != nil || daemonID != nil { throw ConfigError("--bridge-topic-prefix and --bridge-daemon-id need --bridge") }
+            if prefix != nil || daemonID != nil || passwordFile != nil {
+                throw ConfigError("--bridge-topic-prefix, --bridge-daemon-id and --bridge-password-file need --bridge")
+            }
             return nil
         }
         guard url.hasPrefix("mqtt://") else { throw ConfigError("--bridge '\(url)': expected mqtt://HOST:PORT") }
-        let rest = url.dropFirst("mqtt://".count)
+        var rest = url.dropFirst("mqtt://".count)
+        var username: String?
+        if let at = rest.lastIndex(of: "@") {
+            let user = rest[..<at]
+            guard !user.isEmpty, user.utf8.count <= maxCredentialBytes, !user.contains(":") else {
+                throw ConfigError("--bridge '\(url)': expected mqtt://USER@HOST:PORT (the password goes in --bridge-password-file)")
+            }
+            username = String(user)
+            rest = rest[rest.index(after: at)...]
+        }
+        if passwordFile != nil && username == nil { throw ConfigError("--bridge-password-file needs a user: --bridge mqtt://USER@HOST:PORT") }
         guard let colon = rest.lastIndex(of: ":"), let port = Int32(rest[rest.index(after: colon)...]), (1...65_535).contains(port) else {
             throw ConfigError("--bridge '\(url)': expected mqtt://HOST:PORT with a port from 1 to 65535")
         }
         var host = String(rest[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty else { throw ConfigError("--bridge '\(url)': no host") }
-        var settings = BridgeSettings(host: host, port: port)
+        var settings = BridgeSettings(host: host, port: port, username: username, passwordFile: passwordFile)
         if let prefix {
             guard !prefix.isEmpty, prefix.utf8.count <= 128, !prefix.contains(where: { $0 == "+" || $0 == "#" }) else {
                 throw ConfigError("--bridge-topic-prefix '\(prefix)': 1 to 128 bytes without + or #")
@@ -48,6 +70,19 @@ public struct BridgeSettings: Sendable, Equatable {
             settings.daemonID = daemonID
         }
         return settings
+    }
+
+    /// The password from `passwordFile` (its first line), nil without one.
+    func readPassword() throws(ConfigError) -> String? {
+        guard let passwordFile else { return nil }
+        guard let text = FileSystem.readText(passwordFile) else {
+            throw ConfigError("--bridge-password-file \(passwordFile): cannot read: \(FileSystem.errnoText())")
+        }
+        let password = text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        guard !password.isEmpty, password.utf8.count <= BridgeSettings.maxCredentialBytes else {
+            throw ConfigError("--bridge-password-file \(passwordFile): the first line must be the password (1 to \(BridgeSettings.maxCredentialBytes) bytes)")
+        }
+        return password
     }
 
     static func validDaemonID(_ id: String) -> Bool {

@@ -183,7 +183,8 @@ extension DaemonConfig {
         }
         config.tokenSecretFile = one("token-secret-file")
         if let text = one("metrics"), text != "off" { config.metrics = try address(text, flag: "metrics") }
-        config.bridge = try BridgeSettings.parse(url: one("bridge"), prefix: one("bridge-topic-prefix"), daemonID: one("bridge-daemon-id"))
+        config.bridge = try BridgeSettings.parse(url: one("bridge"), prefix: one("bridge-topic-prefix"), daemonID: one("bridge-daemon-id"),
+                                                 passwordFile: one("bridge-password-file"))
         if let text = one("log-level") {
             guard let level = LogLevel(parsing: text) else {
                 throw ConfigError("--log-level '\(text)': expected one of \(LogLevel.acceptedNames)")

@@ -31,6 +31,7 @@ public enum DaemonMain {
         if config.checkOnly {
             do {
                 _ = try Daemon.loadTokenVerifier(config)
+                _ = try config.bridge?.readPassword()
                 if let problem = FileSystem.makeDirectories(config.dataDir) { throw ConfigError("--data-dir \(problem)") }
             } catch {
                 printError("inkwired: \(error)")

@@ -31,6 +31,9 @@ public final class MQTTClient {
         public var noDelay = true
         /// Largest payload `publish` accepts (bridge chunks stay well under brokers' limits).
         public var maximumPayloadBytes = 1 << 20
+        /// User name and password sent in CONNECT (the broker's `password_file` and ACLs).
+        public var username: String?
+        public var password: String?
 
         public init(host: String, port: Int32, clientID: String? = nil) {
             self.host = host
@@ -121,6 +124,16 @@ public final class MQTTClient {
             throw MQTTError(code: MOSQ_ERR_NOMEM.rawValue, operation: "mosquitto_new")
         }
         mosq = handle
+        if let username = configuration.username {
+            let rc = mosquitto_username_pw_set(handle, username, configuration.password)
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                mosquitto_destroy(handle)
+                mosq = nil
+                housekeeping.close()
+                reconnectTimer.close()
+                throw MQTTError(code: rc, operation: "mosquitto_username_pw_set")
+            }
+        }
         // Nagle off (libmosquitto leaves it on): a small write waiting behind an unacknowledged
         // one (a PUBACK just sent, which the broker acknowledges only with its delayed ACK) would
         // hold every publish behind it for tens of milliseconds.

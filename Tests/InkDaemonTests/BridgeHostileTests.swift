@@ -160,4 +160,69 @@ import Testing
         #expect(metricValue(scrapeB, "inkwire_bridge_records_refused_total") == 0)
         #expect(!a.process.log.contains("home conflict") && !b.process.log.contains("home=mallory"))
     }
+
+    /// The protocol cannot refuse a forged record or a plausible claim (docs/scale-out.md, What
+    /// the bridge trusts): the broker's ACLs must keep the prefix to the daemons. Here the
+    /// daemons log in as `inkwired`, the only user the ACL lets under `inkwire/`; `alice`, a
+    /// valid user of the same broker, publishes exactly those forgeries and nothing reaches the
+    /// daemons; a client without a password is refused.
+    @Test func withDaemonCredentialsTheACLKeepsForgeriesOffThePrefix() throws {
+        let passwd = "/usr/bin/mosquitto_passwd"
+        guard MQTTBroker.isInstalled, access(passwd, X_OK) == 0 else { return }
+        let secrets = DaemonProcess.scratchDirectory("bridge-acl")
+        defer { _ = system("rm -rf '\(secrets)'") }
+        // mosquitto started as root reads these as the user `mosquitto`.
+        _ = chmod(secrets, 0o755)
+        #expect(system("\(passwd) -b -c '\(secrets)/passwd' inkwired daemon-secret && \(passwd) -b '\(secrets)/passwd' alice alice-secret") == 0)
+        writeFile(secrets + "/acl", Array("user inkwired\ntopic readwrite inkwire/#\nuser alice\ntopic readwrite im/#\n".utf8))
+        writeFile(secrets + "/bridge-password", Array("daemon-secret\n".utf8))
+        for file in ["passwd", "acl"] { _ = chmod(secrets + "/" + file, 0o644) }
+        let broker = try MQTTBroker(access: "allow_anonymous false\npassword_file \(secrets)/passwd\nacl_file \(secrets)/acl\nlog_type all\n")
+        let login = ["--bridge-password-file", secrets + "/bridge-password"]
+        let a = try BridgeDaemonTests.start("a", broker: broker, tag: "bridge-acl-a", user: "inkwired", extra: login)
+        let native = BridgeDaemonTests.trace(strokes: 20, tag: 9, in: a.directory)
+        let watcherA = try BridgeDaemonTests.watch(a, user: "wa", count: native.lines.count, idle: "20")
+        #expect(BridgeDaemonTests.homeDecided(a, selfHome: true), "\(a.process.log)")
+        let b = try BridgeDaemonTests.start("b", broker: broker, tag: "bridge-acl-b", user: "inkwired", extra: login)
+        let watcherB = try BridgeDaemonTests.watch(b, user: "wb", count: native.lines.count, idle: "20")
+        #expect(BridgeDaemonTests.homeDecided(b, selfHome: false), "\(b.process.log)")
+
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var configuration = MQTTClient.Configuration(host: "127.0.0.1", port: Int32(broker.port), clientID: "alice")
+        configuration.username = "alice"
+        configuration.password = "alice-secret"
+        let alice = try MQTTClient(loop: loop, configuration: configuration)
+        defer { alice.close() }
+        var anonymous = MQTTClient.Configuration(host: "127.0.0.1", port: Int32(broker.port), clientID: "anonymous")
+        anonymous.reconnectMinimumMicroseconds = 1_000_000
+        let stranger = try MQTTClient(loop: loop, configuration: anonymous)
+        defer { stranger.close() }
+        alice.start()
+        stranger.start()
+        #expect(drive(loop, limitMicroseconds: 5_000_000) { alice.state == .connected })
+
+        let sender = try BridgeDaemonTests.send(a, user: "ada", trace: native.path, speed: "1")
+        // What the daemons would act on: a claim just ahead of the room, records at the next numbers.
+        var forgeries = [(Self.topics.home(Self.room), BridgeWire.encode(.claim(room: Self.room, BridgeClaim(daemon: "mallory", head: 3))), true)]
+        for seq in 1...40 as ClosedRange<UInt64> {
+            forgeries.append((Self.topics.log(Self.room), BridgeWire.encode(.record(Self.record(seq, payload: Self.validPayload))), false))
+        }
+        for (topic, payload, retain) in forgeries { _ = try alice.publish(topic: topic, payload: payload, retain: retain) }
+        // A second on the loop: alice's publishes go out, the stranger tries to connect.
+        _ = drive(loop, limitMicroseconds: 1_000_000) { false }
+        #expect(stranger.state != .connected && stranger.connectCount == 0)
+        #expect(alice.connectCount == 1 && alice.state == .connected)
+
+        #expect(sender.wait() == 0, "\(sender.errors)")
+        #expect(watcherA.wait() == 0, "\(watcherA.errors)")
+        #expect(watcherB.wait() == 0, "\(watcherB.errors)")
+        #expect(watcherA.outputLines == native.lines)
+        #expect(watcherB.outputLines == native.lines)
+        let scrapeA = try fetchMetrics(port: a.metricsPort), scrapeB = try fetchMetrics(port: b.metricsPort)
+        #expect(metricValue(scrapeA, "inkwire_bridge_rooms_led") == 1 && metricValue(scrapeB, "inkwire_bridge_rooms_led") == 0)
+        #expect(metricValue(scrapeA, "inkwire_bridge_malformed_total") == 0 && metricValue(scrapeB, "inkwire_bridge_malformed_total") == 0)
+        #expect(!b.process.log.contains("home=mallory"))
+        #expect(broker.log.contains("Denied PUBLISH from alice"), "\(broker.log)")
+    }
 }

@@ -13,11 +13,12 @@ final class MQTTBroker {
     let directory: String
     private(set) var pid: pid_t?
 
-    /// Starts a broker on `port` (a free one when nil) and waits until it accepts.
-    init(port: UInt16? = nil) throws {
+    /// Starts a broker on `port` (a free one when nil) and waits until it accepts. `access`:
+    /// the config lines on who may connect and what they may do (`password_file`, `acl_file`).
+    init(port: UInt16? = nil, access: String = "allow_anonymous true\n") throws {
         self.port = port ?? MQTTBroker.freePort()
         directory = DaemonProcess.scratchDirectory("mosquitto")
-        let config = "listener \(self.port) 127.0.0.1\nallow_anonymous true\npersistence false\n"
+        let config = "listener \(self.port) 127.0.0.1\n" + access + "persistence false\n"
         writeFile(directory + "/mosquitto.conf", Array(config.utf8))
         try start()
     }
