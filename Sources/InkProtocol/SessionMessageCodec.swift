@@ -92,6 +92,7 @@ public enum SessionMessageCodec {
     }
 
     public static func encode(_ message: ServerMessage) -> [UInt8] {
+        if case .roomBatch(let rb) = message { return encode(rb) }
         var b = MessageWriter()
         let kind: UInt64
         switch message {
@@ -106,12 +107,7 @@ public enum SessionMessageCodec {
             b.varint(UInt64(reason.rawValue))
             b.string(bounded(text))
         case .roomBatch(let rb):
-            kind = kRoomBatch
-            b = MessageWriter(capacity: rb.payload.count + 24)
-            b.varint(rb.roomSeq)
-            b.varint(UInt64(rb.author.rawValue))
-            b.varint(rb.timeMs)
-            b.lengthPrefixed(rb.payload)
+            return encode(rb)
         case .batchAck(let originSeq, let roomSeq):
             kind = kBatchAck
             b.varint(originSeq)
@@ -159,6 +155,25 @@ public enum SessionMessageCodec {
             kind = k
         }
         return frame(kind: kind, body: b.bytes)
+    }
+
+    /// A `roomBatch` (one per member per live batch: the fan-out's message), written into one
+    /// buffer sized beforehand: the same bytes as `frame(kind:body:)`, without a body buffer
+    /// and its copy.
+    private static func encode(_ rb: RoomBatch) -> [UInt8] {
+        let author = UInt64(rb.author.rawValue)
+        let payloadCount = UInt64(rb.payload.count)
+        let body = MessageWriter.varintSize(rb.roomSeq) + MessageWriter.varintSize(author) + MessageWriter.varintSize(rb.timeMs)
+            + MessageWriter.varintSize(payloadCount) + rb.payload.count
+        var w = MessageWriter(capacity: 1 + MessageWriter.varintSize(kRoomBatch) + MessageWriter.varintSize(UInt64(body)) + body)
+        w.u8(version)
+        w.varint(kRoomBatch)
+        w.varint(UInt64(body))
+        w.varint(rb.roomSeq)
+        w.varint(author)
+        w.varint(rb.timeMs)
+        w.lengthPrefixed(rb.payload)
+        return w.bytes
     }
 
     /// The encoded size of a sync item inside a chunk (for packing chunks to a byte budget).

@@ -156,3 +156,13 @@ private func readText(_ path: String) -> String? {
     }
     #expect(text.utf8.count == SessionMessageCodec.maxTextBytes)
 }
+
+@Test func aRoomBatchWithALongPayloadHasATwoByteBodyLengthAndDecodesBack() throws {
+    let payload = (0..<300).map { UInt8(truncatingIfNeeded: $0 * 7) }
+    let message = ServerMessage.roomBatch(RoomBatch(roomSeq: 200, author: AuthorID(3), timeMs: 5, payload: payload))
+    let bytes = SessionMessageCodec.encode(message)
+    // version 1, kind 34, body 2 + 1 + 1 + 2 + 300 = 306 (varint b2 02), roomSeq 200 (c8 01), author 3, time 5, length 300 (ac 02)
+    #expect(Array(bytes.prefix(11)) == [1, 34, 0xb2, 0x02, 0xc8, 0x01, 3, 5, 0xac, 0x02, payload[0]])
+    #expect(bytes.count == 4 + 306)
+    #expect(try SessionMessageCodec.decodeServer(bytes) == message)
+}
