@@ -74,7 +74,11 @@ final class FanoutLoad: MemberLoad {
     private let server: SocketAddress
     private var drawers: [FanoutDrawer] = []
     private var watchers: [FanoutWatcher] = []
-    private var sockets: [UDPSocket] = []
+    private var sockets: [FanoutSocket] = []
+    /// Per room: its checked batches, shared by its watchers.
+    private var references: [FanoutBatchReference]
+    /// One received datagram, copied into the same storage every time (no allocation).
+    private var scratch: [UInt8] = []
     private var ticker: LoopTimer?
     /// High bits of every watcher's connection id (the low 24 bits are its index).
     private let connectionBase: UInt64
@@ -105,6 +109,8 @@ final class FanoutLoad: MemberLoad {
         connectionBase = ((seed & 0xFF_FFFF) | 0x100_0000) << UInt64(FanoutLoad.watcherIndexBits + 8)
         sentBatch = Array(repeating: [], count: shape.rooms)
         sentAt = Array(repeating: [], count: shape.rooms)
+        references = (0..<shape.rooms).map { _ in FanoutBatchReference() }
+        scratch.reserveCapacity(FanoutSocket.slotBytes)
     }
 
     func roomName(_ room: Int) -> String { "room-\(room)" }
@@ -200,7 +206,7 @@ final class FanoutLoad: MemberLoad {
             }
             result.rssMegabytes = daemon.peakRSSMegabytes
             result.daemonDrops = FanoutDaemon.udpDrops(ports: [server.port])
-            let own = Set((sockets + drawers.map(\.socket)).compactMap { try? $0.localAddress.port })
+            let own = Set(sockets.map(\.localPort) + drawers.compactMap { try? $0.socket.localAddress.port })
             result.generatorDrops = FanoutDaemon.udpDrops(ports: own)
         } catch {
             result.failure = "\(error)"
@@ -226,48 +232,48 @@ final class FanoutLoad: MemberLoad {
         return result
     }
 
-    /// Opens the watchers at `joinsPerSecond`, `sessionsPerSocket` to a socket.
+    /// Opens the watchers at `joinsPerSecond`, `sessionsPerSocket` to a socket. A room's
+    /// watchers share sockets (room after room), so the daemon's fan-out of one batch lands on
+    /// one or two sockets and is read, and acknowledged, in batches.
     private func openWatchers(progress: (String) -> Void) throws {
         let perRoom = shape.members - 1
         let total = shape.rooms * perRoom
+        for _ in 0..<(total + shape.sessionsPerSocket - 1) / shape.sessionsPerSocket { try openSocket() }
         let start = loop.now
         var opened = 0
-        var failure: Error?
         _ = runUntil(limit: UInt64(60_000_000 + total * 2_000_000 / max(shape.joinsPerSecond, 1))) {
             let due = min(total, Int((self.loop.now - start) * UInt64(self.shape.joinsPerSecond) / 1_000_000) + 1)
-            while opened < due && failure == nil {
-                do {
-                    if opened % self.shape.sessionsPerSocket == 0 { try self.openSocket() }
-                    // Round robin over rooms, so every room fills at the same pace.
-                    let room = opened % self.shape.rooms
-                    let member = opened / self.shape.rooms
-                    self.watchers.append(FanoutWatcher(room: room, user: "w\(member)", origin: UInt64(opened + 1),
-                                                       connectionID: self.connectionBase | UInt64(opened), socket: self.sockets.last!,
-                                                       load: self, now: self.loop.now))
-                } catch {
-                    failure = error
-                }
+            while opened < due {
+                // Round robin over rooms, so every room fills at the same pace.
+                let room = opened % self.shape.rooms
+                let member = opened / self.shape.rooms
+                let socket = self.sockets[(room * perRoom + member) / self.shape.sessionsPerSocket]
+                self.watchers.append(FanoutWatcher(room: room, user: "w\(member)", origin: UInt64(opened + 1),
+                                                   connectionID: self.connectionBase | UInt64(opened), socket: socket,
+                                                   reference: self.references[room], load: self, now: self.loop.now))
+                socket.flush()
                 opened += 1
             }
-            return opened >= total || failure != nil
+            return opened >= total
         }
-        if let failure { throw failure }
     }
 
     private func openSocket() throws {
-        let socket = try UDPSocket(loop: loop, bindTo: .loopbackIPv4(port: 0))
-        try socket.connect(to: server)
-        try? socket.setReceiveBufferSize(2 << 20)
-        let base = connectionBase
-        let mask = UInt64(1) << UInt64(FanoutLoad.watcherIndexBits) - 1
-        try socket.startReceiving { [unowned self] buffer, _ in
-            let datagram = Array(buffer)
-            guard let id = FrameCodec.connectionID(of: datagram), id & ~mask == base else { return }
-            let index = Int(id & mask)
-            guard index < self.watchers.count else { return }
-            self.watchers[index].receive(datagram, now: self.loop.now)
+        let socket = try FanoutSocket(loop: loop, server: server, receiveBufferBytes: 2 << 20) { [unowned self] buffer in
+            self.receive(buffer)
         }
         sockets.append(socket)
+    }
+
+    /// Routes one datagram to its watcher by connection id.
+    private func receive(_ buffer: UnsafeRawBufferPointer) {
+        let mask = UInt64(1) << UInt64(FanoutLoad.watcherIndexBits) - 1
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: buffer)
+        guard let id = FrameCodec.connectionID(of: scratch), id & ~mask == connectionBase else { return }
+        let index = Int(id & mask)
+        guard index < watchers.count else { return }
+        watchers[index].receive(scratch, now: loop.now)
     }
 
     /// Runs the loop until `done` or `limit` µs pass; false on the limit.
@@ -286,6 +292,8 @@ final class FanoutLoad: MemberLoad {
         if lastTick > 0 { worstTickGap = max(worstTickGap, now - lastTick) }
         lastTick = now
         wheel.advance(now: now)
+        // What the timers sent (acks, mostly) leaves in one call per socket.
+        for socket in sockets { socket.flush() }
         guard drawing else { return }
         let elapsed = now - drawStart
         for drawer in drawers {

@@ -23,8 +23,10 @@ final class FanoutWatcher: FanoutTimed {
     let daemon: Int
     let connectionID: UInt64
     private let arq: ARQSession
-    private unowned let load: any MemberLoad
-    private let socket: UDPSocket
+    // The load owns its members and outlives them; unowned(unsafe) spares the reference
+    // count check of every `load.` access (several per delivery).
+    private unowned(unsafe) let load: any MemberLoad
+    private let socket: any WatcherOutput
     var wheelMs = UInt64.max
     private(set) var joined = false
     /// The next room sequence number expected.
@@ -32,12 +34,18 @@ final class FanoutWatcher: FanoutTimed {
     /// Batches out of order, undecodable or with other commands than sent.
     private(set) var errors = 0
     private var codec = BinaryCodecState()
+    /// The room's checked batches (nil: decode every batch).
+    private let reference: FanoutBatchReference?
+    /// Whether `codec` is the reference's state before `nextRoomSeq` (see `FanoutBatchReference`).
+    private var inStep = true
 
-    init(room: Int, daemon: Int = 0, user: String, origin: UInt64, connectionID: UInt64, socket: UDPSocket, load: any MemberLoad, now: UInt64) {
+    init(room: Int, daemon: Int = 0, user: String, origin: UInt64, connectionID: UInt64, socket: any WatcherOutput,
+         reference: FanoutBatchReference? = nil, load: any MemberLoad, now: UInt64) {
         self.room = room
         self.daemon = daemon
         self.connectionID = connectionID
         self.socket = socket
+        self.reference = reference
         self.load = load
         arq = ARQSession(connectionID: connectionID, now: Instant(microseconds: now))
         let join = ClientMessage.join(JoinRequest(room: load.roomName(room), user: user, role: .viewer, origin: origin))
@@ -57,7 +65,7 @@ final class FanoutWatcher: FanoutTimed {
 
     private func pump(now: UInt64) {
         let instant = Instant(microseconds: now)
-        while let d = arq.pollTransmit(now: instant) { _ = try? socket.send(d) }
+        while let d = arq.pollTransmit(now: instant) { socket.transmit(d) }
         var delivered = false
         while let event = arq.pollEvent() {
             if case .delivered(let bytes) = event {
@@ -66,7 +74,7 @@ final class FanoutWatcher: FanoutTimed {
             }
         }
         // Taking messages may reopen the receive window, which the ARQ acknowledges at once.
-        if delivered { while let d = arq.pollTransmit(now: instant) { _ = try? socket.send(d) } }
+        if delivered { while let d = arq.pollTransmit(now: instant) { socket.transmit(d) } }
         load.wheel.schedule(self, deadline: arq.pollTimeout()?.microseconds)
     }
 
@@ -80,10 +88,27 @@ final class FanoutWatcher: FanoutTimed {
             if !joined { load.watcherJoined() }
             joined = true
         case .roomBatch(let batch):
-            guard batch.roomSeq == nextRoomSeq, let decoded = try? BinaryBatchCodec.decode(batch.payload, state: &codec),
-                  load.matches(room: room, roomSeq: batch.roomSeq, commands: decoded.commands) else {
+            guard batch.roomSeq == nextRoomSeq else {
                 errors += 1
+                inStep = false
                 return
+            }
+            let known = inStep ? reference?.find(roomSeq: batch.roomSeq, payload: batch.payload) : nil
+            if case .match(let after) = known {
+                // The same bytes from the same codec state: the commands already checked.
+                codec = after
+            } else {
+                guard let decoded = try? BinaryBatchCodec.decode(batch.payload, state: &codec),
+                      load.matches(room: room, roomSeq: batch.roomSeq, commands: decoded.commands) else {
+                    errors += 1
+                    inStep = false
+                    return
+                }
+                if case .unrecorded = known {
+                    reference?.record(roomSeq: batch.roomSeq, payload: batch.payload, after: codec)
+                } else {
+                    inStep = false
+                }
             }
             nextRoomSeq += 1
             load.delivered(room: room, daemon: daemon, roomSeq: batch.roomSeq, at: now)
@@ -102,7 +127,9 @@ final class FanoutDrawer: FanoutTimed {
     let daemon: Int
     let session: ClientSession
     let socket: UDPSocket
-    private unowned let load: any MemberLoad
+    // The load owns its members and outlives them; unowned(unsafe) spares the reference
+    // count check of every `load.` access (several per delivery).
+    private unowned(unsafe) let load: any MemberLoad
     var wheelMs = UInt64.max
     var schedule: FanoutSchedule
     private(set) var joined = false

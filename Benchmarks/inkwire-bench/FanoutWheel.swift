@@ -43,12 +43,16 @@ final class FanoutWheel {
             processedMs += 1
             let index = Int(processedMs % UInt64(FanoutWheel.slotCount))
             guard !slots[index].isEmpty else { continue }
-            let due = slots[index]
-            slots[index].removeAll(keepingCapacity: true)
+            // Taken out and put back emptied, so the slot keeps its storage (firing never
+            // schedules into the slot being processed: deadlines are at least a ms ahead).
+            var due: [FanoutTimed] = []
+            swap(&due, &slots[index])
             for endpoint in due where endpoint.wheelMs == processedMs {
                 endpoint.wheelMs = UInt64.max
                 endpoint.fire(now: now)
             }
+            due.removeAll(keepingCapacity: true)
+            swap(&due, &slots[index])
         }
     }
 }

@@ -1,0 +1,81 @@
+import Glibc
+@testable import InkCodec
+import InkUV
+import Testing
+@testable import inkwire_bench
+
+/// A room's batch reference: a roomSeq is recorded once, found again only with the same bytes,
+/// never replaced (by an older roomSeq either), and an entry pushed out reads as unusable.
+@Test func fanoutBatchReferenceMatchesOnlyTheRecordedBytes() {
+    let reference = FanoutBatchReference()
+    guard case .unrecorded = reference.find(roomSeq: 1, payload: [1, 2, 3]) else {
+        Issue.record("a fresh reference holds nothing")
+        return
+    }
+    var state = BinaryCodecState()
+    state.commit(.initial, author: AuthorID(9))
+    reference.record(roomSeq: 1, payload: [1, 2, 3], after: state)
+    guard case .match(let after) = reference.find(roomSeq: 1, payload: [1, 2, 3]) else {
+        Issue.record("the recorded bytes match")
+        return
+    }
+    #expect(after.lastAuthor == AuthorID(9))
+    guard case .unusable = reference.find(roomSeq: 1, payload: [1, 2, 4]) else {
+        Issue.record("other bytes are unusable")
+        return
+    }
+    // Written once: a second record of roomSeq 1 changes nothing.
+    reference.record(roomSeq: 1, payload: [7], after: BinaryCodecState())
+    guard case .match = reference.find(roomSeq: 1, payload: [1, 2, 3]) else {
+        Issue.record("roomSeq 1 kept its first bytes")
+        return
+    }
+    // roomSeq 1 + depth takes the slot; roomSeq 1 is then gone for good.
+    let later = UInt64(1 + FanoutBatchReference.depth)
+    reference.record(roomSeq: later, payload: [5], after: BinaryCodecState())
+    guard case .unusable = reference.find(roomSeq: 1, payload: [1, 2, 3]) else {
+        Issue.record("a pushed-out roomSeq is unusable")
+        return
+    }
+    reference.record(roomSeq: 1, payload: [1, 2, 3], after: state)
+    guard case .match(let kept) = reference.find(roomSeq: later, payload: [5]) else {
+        Issue.record("an older roomSeq never replaces a newer one")
+        return
+    }
+    #expect(kept.lastAuthor == nil)
+}
+
+/// A batched socket: datagrams queued with `transmit` reach the server in order at `flush`,
+/// and the server's answers come back to `onDatagram` byte for byte.
+@Test func fanoutSocketSendsInOrderAndReceivesBatches() throws {
+    let loop = try EventLoop()
+    defer { loop.shutdown() }
+    let server = try UDPSocket(loop: loop, bindTo: .loopbackIPv4(port: 0))
+    var atServer: [[UInt8]] = []
+    var peer: SocketAddress?
+    try server.startReceiving { buffer, sender in
+        atServer.append(Array(buffer))
+        peer = sender
+    }
+    var atClient: [[UInt8]] = []
+    let client = try FanoutSocket(loop: loop, server: try server.localAddress, receiveBufferBytes: 1 << 20) { buffer in
+        atClient.append(Array(buffer))
+    }
+    defer { client.close() }
+    let sent: [[UInt8]] = (0..<(FanoutSocket.sendBatch + 5)).map { i in [UInt8(i & 0xFF), UInt8(i >> 8), 42] }
+    for d in sent { client.transmit(d) }
+    client.flush()
+    let deadline = loop.now + 2_000_000
+    while atServer.count < sent.count && loop.now < deadline { loop.runOnce() }
+    #expect(atServer == sent)
+    let answers: [[UInt8]] = (0..<(FanoutSocket.receiveBatch + 3)).map { i in [UInt8(i & 0xFF), 7] }
+    if let peer {
+        for a in answers { try server.send(a, to: peer) }
+    }
+    while atClient.count < answers.count && loop.now < deadline { loop.runOnce() }
+    #expect(atClient == answers)
+    #expect(client.sendFailures == 0)
+    #expect(client.truncated == 0)
+    // glibc's struct mmsghdr on 64-bit Linux: a 56-byte msghdr and the length, padded.
+    #expect(MemoryLayout<MultiMessage>.stride == 64)
+}
