@@ -72,7 +72,16 @@ public enum BinaryBatchDecoder {
             let kind = d.get(.kind(context.kindContext))
             decoded += 1
             guard decoded <= Batch.maxCommands else { throw .tooManyCommands }
-            let command = try decodeCommand(kind, &d, &context, &opaqueBudget)
+            let command: TimedCommand
+            if kind <= BinaryKind.startEraser && kind != BinaryKind.reserved || kind == BinaryKind.moveNextFrame {
+                command = try decodeSimplePoint(kind, &d, &context)
+            } else {
+                // A copy goes to the rare kinds: a coder whose address escapes lives in memory,
+                // and its state would be stored and reloaded on every op.
+                var rare = d
+                command = try decodeCommand(kind, &rare, &context, &opaqueBudget)
+                d = rare
+            }
             commands.append(command)
         }
         guard d.isCleanEnd else { throw .corrupt }
@@ -81,7 +90,89 @@ public enum BinaryBatchDecoder {
         return author
     }
 
-    @inline(__always)
+    /// The points that need no stroke id (kinds 1, 2, 15: a move or end of the open stroke;
+    /// 3, 4: the start of the next stroke): nearly every command. A move or end always continues
+    /// the context's stroke (same stroke, not a start, and an open stroke has at least one
+    /// remembered point); a start begins a new history, predicted from the anchor.
+    @inline(always)
+    private static func decodeSimplePoint(
+        _ kind: Int, _ d: inout RANSDecoder, _ context: inout StrokeContext
+    ) throws(BinaryCodecError) -> TimedCommand {
+        let t: UInt64
+        var timeSymbol = 1
+        if kind == BinaryKind.moveNextFrame {
+            guard context.frame != UInt64.max else { throw .badTime }
+            t = BinaryPrediction.gridTime(context.frame + 1)
+            guard t < BinaryPrediction.gridLimitMs else { throw .badTime }
+            context.setTime(t, frame: context.frame + 1)
+        } else {
+            (t, timeSymbol) = try getTime(group: kind == BinaryKind.move ? 0 : (kind == BinaryKind.end ? 1 : 2), &d, &context)
+            // One frame after the previous command is always `moveNextFrame` (canonical form).
+            if kind == BinaryKind.move && timeSymbol == 1 { throw .badTime }
+        }
+        let starts = kind == BinaryKind.startPen || kind == BinaryKind.startEraser
+        if !starts && !context.isOpen { throw .badField }
+        let (x, y) = try decodeCoordinates(count: starts ? 0 : context.count, timeSymbol: timeSymbol, &d, context)
+        let p: StrokePoint
+        if starts {
+            p = StrokePoint(
+                stroke: StrokeID(context.stroke.rawValue &+ 1), tool: kind == BinaryKind.startPen ? .pen : .eraser,
+                phase: .start, x: x, y: y)
+        } else {
+            p = StrokePoint(stroke: context.stroke, tool: context.tool, phase: kind == BinaryKind.end ? .end : .move, x: x, y: y)
+        }
+        context.record(p, continues: !starts)
+        return TimedCommand(timeMs: t, command: .point(p))
+    }
+
+    /// A point's coordinates: residual symbols, signs and mantissas against the prediction from
+    /// `n` remembered points (0: the anchor).
+    @inline(always)
+    private static func decodeCoordinates(
+        count n: Int, timeSymbol: Int, _ d: inout RANSDecoder, _ context: StrokeContext
+    ) throws(BinaryCodecError) -> (Int32, Int32) {
+        let c = BinaryPrediction.timeClass(timeSymbol)
+        let base = BinaryPrediction.residualBase(count: n, timeClass: c)
+        let px = n == 0 ? Int64(context.anchorX) : BinaryPrediction.predict(context.xs, count: n, timeClass: c)
+        let py = n == 0 ? Int64(context.anchorY) : BinaryPrediction.predict(context.ys, count: n, timeClass: c)
+        let sx = d.get(.residual(base))
+        let sy = d.get(.residual(base + 1))
+        var bx = BinaryPrediction.extraBits(sx)
+        var by = BinaryPrediction.extraBits(sy)
+        var signX: UInt64 = 0
+        var signY: UInt64 = 0
+        let modelledSigns = n < BinaryPrediction.signModelledBelow
+        if modelledSigns {
+            let signs = 4 * n
+            if sx != 0 {
+                signX = UInt64(d.get(.sign(signs)))
+                bx -= 1
+            }
+            if sy != 0 {
+                signY = UInt64(d.get(.sign(signs + 1 + (sx == 0 ? 0 : 1 + Int(signX)))))
+                by -= 1
+            }
+        }
+        var ex: UInt64
+        var ey: UInt64
+        if bx + by <= RANSConstants.maxRawBits {
+            let both = d.getBits(bx + by)
+            ex = both >> UInt64(by)
+            ey = both & ((1 << UInt64(by)) - 1)
+        } else {
+            ex = d.getWideBits(bx)
+            ey = d.getWideBits(by)
+        }
+        if modelledSigns {
+            ex = ex << 1 | signX
+            ey = ey << 1 | signY
+        }
+        guard let x = Int32(exactly: px + BinaryPrediction.residual(sx, extra: ex)),
+              let y = Int32(exactly: py + BinaryPrediction.residual(sy, extra: ey)) else { throw .coordinateOutOfRange }
+        return (x, y)
+    }
+
+    @inline(never)
     private static func decodeCommand(
         _ kind: Int, _ d: inout RANSDecoder, _ context: inout StrokeContext, _ opaqueBudget: inout UInt64
     ) throws(BinaryCodecError) -> TimedCommand {
@@ -124,45 +215,7 @@ public enum BinaryBatchDecoder {
                 if context.isOpen && continues && tool == context.tool { throw .badField }
                 if phase == .start && stroke.rawValue == context.stroke.rawValue &+ 1 { throw .badField }
             }
-            let c = BinaryPrediction.timeClass(timeSymbol)
-            let n = continues ? context.count : 0
-            let base = BinaryPrediction.residualBase(count: n, timeClass: c)
-            let px = n == 0 ? Int64(context.anchorX) : BinaryPrediction.predict(context.xs, count: n, timeClass: c)
-            let py = n == 0 ? Int64(context.anchorY) : BinaryPrediction.predict(context.ys, count: n, timeClass: c)
-            let sx = d.get(.residual(base))
-            let sy = d.get(.residual(base + 1))
-            var bx = BinaryPrediction.extraBits(sx)
-            var by = BinaryPrediction.extraBits(sy)
-            var signX: UInt64 = 0
-            var signY: UInt64 = 0
-            let modelledSigns = n < BinaryPrediction.signModelledBelow
-            if modelledSigns {
-                let signs = 4 * n
-                if sx != 0 {
-                    signX = UInt64(d.get(.sign(signs)))
-                    bx -= 1
-                }
-                if sy != 0 {
-                    signY = UInt64(d.get(.sign(signs + 1 + (sx == 0 ? 0 : 1 + Int(signX)))))
-                    by -= 1
-                }
-            }
-            var ex: UInt64
-            var ey: UInt64
-            if bx + by <= RANSConstants.maxRawBits {
-                let both = d.getBits(bx + by)
-                ex = both >> UInt64(by)
-                ey = both & ((1 << UInt64(by)) - 1)
-            } else {
-                ex = d.getWideBits(bx)
-                ey = d.getWideBits(by)
-            }
-            if modelledSigns {
-                ex = ex << 1 | signX
-                ey = ey << 1 | signY
-            }
-            guard let x = Int32(exactly: px + BinaryPrediction.residual(sx, extra: ex)),
-                  let y = Int32(exactly: py + BinaryPrediction.residual(sy, extra: ey)) else { throw .coordinateOutOfRange }
+            let (x, y) = try decodeCoordinates(count: continues ? context.count : 0, timeSymbol: timeSymbol, &d, context)
             let p = StrokePoint(stroke: stroke, tool: tool, phase: phase, x: x, y: y)
             context.record(p, continues: continues)
             return TimedCommand(timeMs: t, command: .point(p))
@@ -217,7 +270,7 @@ public enum BinaryBatchDecoder {
         }
     }
 
-    @inline(__always)
+    @inline(always)
     private static func getTime(
         group: Int, _ d: inout RANSDecoder, _ context: inout StrokeContext
     ) throws(BinaryCodecError) -> (UInt64, Int) {

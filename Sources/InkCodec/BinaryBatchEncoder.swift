@@ -43,35 +43,42 @@ public struct BinaryBatchEncoder {
         _ batch: Batch, state: inout BinaryCodecState, selfContained: Bool = false, into out: inout [UInt8]
     ) throws(BinaryCodecError) -> Int {
         guard batch.commands.count <= Batch.maxCommands else { throw .tooManyCommands }
-        coder.reset()
+        var w = coder.begin(reserving: RANSEncoder.maxOpsPerCommand)
         let reset = selfContained
         if reset {
-            coder.put(2, .header)
-            coder.putUInt(UInt64(batch.author.rawValue))
+            w.put(2, .header)
+            w.putUInt(UInt64(batch.author.rawValue))
         } else if state.lastAuthor == batch.author {
-            coder.put(0, .header)
+            w.put(0, .header)
         } else {
-            coder.put(1, .header)
-            coder.putUInt(UInt64(batch.author.rawValue))
+            w.put(1, .header)
+            w.putUInt(UInt64(batch.author.rawValue))
         }
-        var context = reset ? StrokeContext.initial : state.context(of: batch.author)
+        // The context lives in the coder's memory, not in registers: a loop-carried context in
+        // registers cost more in copies (the point history shifts every point) than it saved.
+        let context = coder.context
+        context.pointee = reset ? StrokeContext.initial : state.context(of: batch.author)
         for timed in batch.commands {
-            try put(timed, &context)
+            // Room for one command (an opaque payload reserves its own bytes).
+            coder.reserve(&w, RANSEncoder.maxOpsPerCommand)
+            try put(timed, &context.pointee, &w)
         }
         let before = out.count
-        coder.finish(into: &out)
+        coder.finish(w, into: &out)
         let written = out.count - before
         guard written <= BinaryBatchCodec.maxBatchBytes else {
             out.removeSubrange(before...)
             throw .batchTooLarge
         }
         if reset { state.reset() }
-        state.commit(context, author: batch.author)
+        state.commit(context.pointee, author: batch.author)
         return written
     }
 
-    @inline(__always)
-    private mutating func put(_ timed: TimedCommand, _ context: inout StrokeContext) throws(BinaryCodecError) {
+    @inline(always)
+    private func put(
+        _ timed: TimedCommand, _ context: inout StrokeContext, _ w: inout RANSOpWriter
+    ) throws(BinaryCodecError) {
         let kindTable = BinaryTable.kind(context.kindContext)
         switch timed.command {
         case .point(let p):
@@ -85,17 +92,17 @@ public struct BinaryBatchEncoder {
             let group = kind == BinaryKind.move ? 0 : (kind == BinaryKind.end ? 1 : 2)
             let (timeSymbol, frame) = timeSymbolFor(timed.timeMs, context)
             if kind == BinaryKind.move && timeSymbol == 1 {
-                coder.put(BinaryKind.moveNextFrame, kindTable)
+                w.put(BinaryKind.moveNextFrame, kindTable)
                 context.setTime(timed.timeMs, frame: frame)
             } else {
-                coder.put(kind, kindTable)
-                putTime(timed.timeMs, group: group, &context)
+                w.put(kind, kindTable)
+                putTime(timed.timeMs, group: group, &context, &w)
             }
             if kind == BinaryKind.point {
                 let delta = Int32(bitPattern: p.stroke.rawValue &- context.stroke.rawValue)
-                coder.putUInt(BinaryPrediction.zigzag(Int64(delta)))
-                coder.putBits(p.tool == .pen ? 0 : 1, 1)
-                coder.putBits(UInt64(p.phase.rawValue), 2)
+                w.putUInt(BinaryPrediction.zigzag(Int64(delta)))
+                w.putBits(p.tool == .pen ? 0 : 1, 1)
+                w.putBits(UInt64(p.phase.rawValue), 2)
             }
             let c = BinaryPrediction.timeClass(timeSymbol)
             let n = continues ? context.count : 0
@@ -104,84 +111,85 @@ public struct BinaryBatchEncoder {
             let py = n == 0 ? Int64(context.anchorY) : BinaryPrediction.predict(context.ys, count: n, timeClass: c)
             let (sx, ex, bx) = BinaryPrediction.residualSymbol(Int64(p.x) - px)
             let (sy, ey, by) = BinaryPrediction.residualSymbol(Int64(p.y) - py)
-            coder.put(sx, .residual(base))
-            coder.put(sy, .residual(base + 1))
+            w.put(sx, .residual(base))
+            w.put(sy, .residual(base + 1))
             if n < BinaryPrediction.signModelledBelow {
                 // The first points' signs follow the stroke's direction: coded with a model, so
                 // only the mantissas stay raw.
                 let signs = 4 * n
-                if sx != 0 { coder.put(Int(ex & 1), .sign(signs)) }
-                if sy != 0 { coder.put(Int(ey & 1), .sign(signs + 1 + (sx == 0 ? 0 : 1 + Int(ex & 1)))) }
-                putPair(ex >> 1, bx == 0 ? 0 : bx - 1, ey >> 1, by == 0 ? 0 : by - 1)
+                if sx != 0 { w.put(Int(ex & 1), .sign(signs)) }
+                if sy != 0 { w.put(Int(ey & 1), .sign(signs + 1 + (sx == 0 ? 0 : 1 + Int(ex & 1)))) }
+                putPair(ex >> 1, bx == 0 ? 0 : bx - 1, ey >> 1, by == 0 ? 0 : by - 1, &w)
             } else {
-                putPair(ex, bx, ey, by)
+                putPair(ex, bx, ey, by, &w)
             }
             context.record(p, continues: continues)
         case .penStyle(let style):
-            coder.put(BinaryKind.penStyle, kindTable)
-            putTime(timed.timeMs, group: 3, &context)
-            coder.putBits(UInt64(style.color), 3)
-            coder.putBits(UInt64(style.width), 2)
+            w.put(BinaryKind.penStyle, kindTable)
+            putTime(timed.timeMs, group: 3, &context, &w)
+            w.putBits(UInt64(style.color), 3)
+            w.putBits(UInt64(style.width), 2)
         case .undo(let s):
-            coder.put(BinaryKind.undo, kindTable)
-            putTime(timed.timeMs, group: 3, &context)
-            putStrokeDelta(s, context)
+            w.put(BinaryKind.undo, kindTable)
+            putTime(timed.timeMs, group: 3, &context, &w)
+            putStrokeDelta(s, context, &w)
         case .redo(let s):
-            coder.put(BinaryKind.redo, kindTable)
-            putTime(timed.timeMs, group: 3, &context)
-            putStrokeDelta(s, context)
+            w.put(BinaryKind.redo, kindTable)
+            putTime(timed.timeMs, group: 3, &context, &w)
+            putStrokeDelta(s, context, &w)
         case .clear:
-            coder.put(BinaryKind.clear, kindTable)
-            putTime(timed.timeMs, group: 3, &context)
+            w.put(BinaryKind.clear, kindTable)
+            putTime(timed.timeMs, group: 3, &context, &w)
         case .erase(let ref):
-            coder.put(BinaryKind.erase, kindTable)
-            putTime(timed.timeMs, group: 3, &context)
-            coder.putUInt(UInt64(ref.author.rawValue))
-            coder.putUInt(UInt64(ref.stroke.rawValue))
+            w.put(BinaryKind.erase, kindTable)
+            putTime(timed.timeMs, group: 3, &context, &w)
+            w.putUInt(UInt64(ref.author.rawValue))
+            w.putUInt(UInt64(ref.stroke.rawValue))
         case .addPage(let page):
-            coder.put(BinaryKind.addPage, kindTable)
-            putTime(timed.timeMs, group: 3, &context)
-            coder.putUInt(UInt64(page.rawValue))
+            w.put(BinaryKind.addPage, kindTable)
+            putTime(timed.timeMs, group: 3, &context, &w)
+            w.putUInt(UInt64(page.rawValue))
         case .switchPage(let page):
-            coder.put(BinaryKind.switchPage, kindTable)
-            putTime(timed.timeMs, group: 3, &context)
-            coder.putUInt(UInt64(page.rawValue))
+            w.put(BinaryKind.switchPage, kindTable)
+            putTime(timed.timeMs, group: 3, &context, &w)
+            w.putUInt(UInt64(page.rawValue))
         case .room(let room):
-            coder.put(BinaryKind.room, kindTable)
-            putTime(timed.timeMs, group: 3, &context)
+            w.put(BinaryKind.room, kindTable)
+            putTime(timed.timeMs, group: 3, &context, &w)
             switch room {
-            case .lock: coder.putBits(0, 2)
-            case .unlock: coder.putBits(1, 2)
+            case .lock: w.putBits(0, 2)
+            case .unlock: w.putBits(1, 2)
             case .presentPage(let page):
-                coder.putBits(2, 2)
-                coder.putUInt(UInt64(page.rawValue))
+                w.putBits(2, 2)
+                w.putUInt(UInt64(page.rawValue))
             }
         case .unknown(let kind, let payload):
             guard payload.count <= BinaryBatchCodec.maxOpaqueBytes else {
                 throw .payloadTooLarge(UInt64(payload.count))
             }
-            coder.put(BinaryKind.opaque, kindTable)
-            putTime(timed.timeMs, group: 3, &context)
-            coder.putBits(UInt64(kind.rawValue), 8)
-            coder.putUInt(UInt64(payload.count))
-            for byte in payload { coder.putBits(UInt64(byte), 8) }
+            coder.reserve(&w, payload.count + RANSEncoder.maxOpsPerCommand)
+            w.put(BinaryKind.opaque, kindTable)
+            putTime(timed.timeMs, group: 3, &context, &w)
+            w.putBits(UInt64(kind.rawValue), 8)
+            w.putUInt(UInt64(payload.count))
+            for byte in payload { w.putBits(UInt64(byte), 8) }
         }
     }
 
     /// Two raw fields, as one when together at most 23 bits.
-    @inline(__always)
-    private func putPair(_ a: UInt64, _ aBits: Int, _ b: UInt64, _ bBits: Int) {
+    @inline(always)
+    private func putPair(_ a: UInt64, _ aBits: Int, _ b: UInt64, _ bBits: Int, _ w: inout RANSOpWriter) {
         if aBits + bBits <= RANSConstants.maxRawBits {
-            coder.putBits(a << UInt64(bBits) | b, aBits + bBits)
+            w.putBits(a << UInt64(bBits) | b, aBits + bBits)
         } else {
-            coder.putWideBits(a, aBits)
-            coder.putWideBits(b, bBits)
+            w.putWideBits(a, aBits)
+            w.putWideBits(b, bBits)
         }
     }
 
     /// The time symbol of `t` after the context's time (frames on the 60 Hz grid when both lie
     /// on it), and the frame of `t` (`UInt64.max` when off the grid).
-    @inline(__always)
+    @inline(always)
     private func timeSymbolFor(_ t: UInt64, _ context: StrokeContext) -> (Int, UInt64) {
         guard BinaryPrediction.isOnGrid(t) else { return (BinaryPrediction.offGridSymbol, UInt64.max) }
         let frame = BinaryPrediction.frame(t)
@@ -192,21 +200,21 @@ public struct BinaryBatchEncoder {
 
     /// Codes the command's time against the author's previous one; returns the time symbol.
     @discardableResult
-    @inline(__always)
-    private mutating func putTime(_ t: UInt64, group: Int, _ context: inout StrokeContext) -> Int {
+    @inline(always)
+    private func putTime(_ t: UInt64, group: Int, _ context: inout StrokeContext, _ w: inout RANSOpWriter) -> Int {
         let (symbol, frame) = timeSymbolFor(t, context)
-        coder.put(symbol, .time(group))
+        w.put(symbol, .time(group))
         if symbol == BinaryPrediction.largeFramesSymbol {
-            coder.putUInt(frame - context.frame - UInt64(BinaryPrediction.directFrames))
+            w.putUInt(frame - context.frame - UInt64(BinaryPrediction.directFrames))
         } else if symbol == BinaryPrediction.offGridSymbol {
-            coder.putUInt(BinaryPrediction.zigzag(Int64(bitPattern: t &- context.timeMs)))
+            w.putUInt(BinaryPrediction.zigzag(Int64(bitPattern: t &- context.timeMs)))
         }
         context.setTime(t, frame: frame)
         return symbol
     }
 
-    private mutating func putStrokeDelta(_ s: StrokeID, _ context: StrokeContext) {
+    private func putStrokeDelta(_ s: StrokeID, _ context: StrokeContext, _ w: inout RANSOpWriter) {
         let delta = Int32(bitPattern: s.rawValue &- context.stroke.rawValue)
-        coder.putUInt(BinaryPrediction.zigzag(Int64(delta)))
+        w.putUInt(BinaryPrediction.zigzag(Int64(delta)))
     }
 }

@@ -97,37 +97,56 @@ public struct BinaryCodecState: Sendable {
     /// do the same, so they stay in step).
     public static let maxAuthors = 1024
 
-    /// The last batch's author and context, kept outside the table (the common case).
-    private var current: (author: AuthorID, context: StrokeContext)?
+    /// The last batch's author (valid when `hasCurrent`) and context, kept outside the table:
+    /// the common case, a batch by the same author as the previous one, touches no dictionary
+    /// and copies no optional.
+    private var currentAuthor = AuthorID(0)
+    private var hasCurrent = false
+    private var currentContext = StrokeContext.initial
     /// Every other author's context.
     private var others: [AuthorID: StrokeContext] = [:]
 
     public init() {}
 
-    public var lastAuthor: AuthorID? { current?.author }
+    public var lastAuthor: AuthorID? { hasCurrent ? currentAuthor : nil }
 
+    @inline(__always)
     public func context(of author: AuthorID) -> StrokeContext {
-        if let current, current.author == author { return current.context }
-        return others[author] ?? .initial
+        if hasCurrent && currentAuthor == author { return currentContext }
+        return otherContext(of: author)
+    }
+
+    @inline(never)
+    private func otherContext(of author: AuthorID) -> StrokeContext {
+        others[author] ?? .initial
     }
 
     mutating func reset() {
-        current = nil
+        hasCurrent = false
+        currentContext = .initial
         others.removeAll()
     }
 
+    @inline(__always)
     mutating func commit(_ context: StrokeContext, author: AuthorID) {
-        if let previous = current {
-            if previous.author == author {
-                current!.context = context
-                return
-            }
-            if others[previous.author] == nil && others.count + 1 >= BinaryCodecState.maxAuthors {
+        if hasCurrent && currentAuthor == author {
+            currentContext = context
+        } else {
+            switchAuthor(to: author, context)
+        }
+    }
+
+    @inline(never)
+    private mutating func switchAuthor(to author: AuthorID, _ context: StrokeContext) {
+        if hasCurrent {
+            if others[currentAuthor] == nil && others.count + 1 >= BinaryCodecState.maxAuthors {
                 others.removeAll()
             }
-            others[previous.author] = previous.context
+            others[currentAuthor] = currentContext
         }
         others[author] = nil
-        current = (author, context)
+        currentAuthor = author
+        hasCurrent = true
+        currentContext = context
     }
 }

@@ -18,64 +18,53 @@ enum RANSConstants {
     static let maxRawBits = 23
 }
 
-/// Collects the operations of one batch in decoding order, then codes them backwards.
-/// A class only to own its scratch buffers; one per `BinaryBatchEncoder`, never shared.
-final class RANSEncoder {
+/// The ops of one batch, appended in decoding order through a cursor that the batch encoder
+/// keeps in registers. It never checks capacity: whoever holds one first reserves room with
+/// `RANSEncoder.reserve` (at most `RANSEncoder.maxOpsPerCommand` per command, plus an opaque
+/// payload's byte count).
+struct RANSOpWriter {
+    fileprivate(set) var ops: UnsafeMutablePointer<UInt64>
+    fileprivate(set) var count = 0
+
     /// An op is a global symbol index, or (rawFlag | count << 32 | value) for raw bits.
-    private var ops: UnsafeMutablePointer<UInt64>
-    private var opCount = 0
-    private var opCapacity: Int
-    /// Bytes are emitted backwards from the end of this buffer (each op emits at most 3).
-    private var emitted: UnsafeMutablePointer<UInt8>
-    private var emittedCapacity: Int
-    private static let rawFlag: UInt64 = 1 << 63
+    fileprivate static let rawFlag: UInt64 = 1 << 63
 
-    init() {
-        opCapacity = 1024
-        ops = .allocate(capacity: opCapacity)
-        emittedCapacity = 3 * opCapacity + 8
-        emitted = .allocate(capacity: emittedCapacity)
-    }
-
-    deinit {
-        ops.deallocate()
-        emitted.deallocate()
-    }
-
-    func reset() {
-        opCount = 0
-    }
-
-    @inline(__always)
-    private func append(_ op: UInt64) {
-        if opCount == opCapacity { grow() }
-        ops[opCount] = op
-        opCount &+= 1
-    }
-
-    private func grow() {
-        let bigger = UnsafeMutablePointer<UInt64>.allocate(capacity: opCapacity * 2)
-        bigger.update(from: ops, count: opCount)
-        ops.deallocate()
-        ops = bigger
-        opCapacity *= 2
-    }
-
-    @inline(__always)
-    func put(_ symbol: Int, _ table: BinaryTable) {
-        append(UInt64(table.base &+ symbol))
+    @inline(always)
+    mutating func put(_ symbol: Int, _ table: BinaryTable) {
+        ops[count] = UInt64(truncatingIfNeeded: table.base &+ symbol)
+        count &+= 1
     }
 
     /// Puts `count` (0...23) raw bits of `value`.
-    @inline(__always)
-    func putBits(_ value: UInt64, _ count: Int) {
-        if count == 0 { return }
-        append(RANSEncoder.rawFlag | UInt64(count) << 32 | (value & ((1 << UInt64(count)) - 1)))
+    @inline(always)
+    mutating func putBits(_ value: UInt64, _ bits: Int) {
+        if bits == 0 { return }
+        ops[count] = RANSOpWriter.rawFlag | UInt64(bits) << 32 | (value & ((1 << UInt64(bits)) &- 1))
+        count &+= 1
     }
 
+    // Multi-chunk puts are rare (large residuals, ids, lengths): they run out of line on a copy,
+    // so that the batch encoder's writer never has its address taken and stays in registers.
+
     /// Puts any number (0...64) of raw bits, most significant chunk first.
-    func putWideBits(_ value: UInt64, _ count: Int) {
-        var remaining = count
+    @inline(always)
+    mutating func putWideBits(_ value: UInt64, _ bits: Int) {
+        var copy = self
+        copy.writeWideBits(value, bits)
+        self = copy
+    }
+
+    /// Puts an unsigned integer: its bit length in 7 raw bits, then the bits below its top bit.
+    @inline(always)
+    mutating func putUInt(_ value: UInt64) {
+        var copy = self
+        copy.writeUInt(value)
+        self = copy
+    }
+
+    @inline(never)
+    private mutating func writeWideBits(_ value: UInt64, _ bits: Int) {
+        var remaining = bits
         while remaining > 0 {
             let k = min(RANSConstants.maxRawBits, remaining)
             remaining -= k
@@ -83,22 +72,95 @@ final class RANSEncoder {
         }
     }
 
-    /// Puts an unsigned integer: its bit length in 7 raw bits, then the bits below its top bit.
-    func putUInt(_ value: UInt64) {
+    @inline(never)
+    private mutating func writeUInt(_ value: UInt64) {
         let length = 64 - value.leadingZeroBitCount
         putBits(UInt64(length), 7)
-        if length > 1 { putWideBits(value, length - 1) }
+        if length > 1 { writeWideBits(value, length - 1) }
+    }
+}
+
+/// Owns the scratch buffers of one batch's ops and emitted bytes, and codes the ops backwards.
+/// A class only to own them; one per `BinaryBatchEncoder`, never shared.
+final class RANSEncoder {
+    /// Ops one command other than an opaque one can put: kind, time (symbol and a 64-bit uint:
+    /// 1 + 1 + 3), stroke delta (1 + 2), tool and phase (2), two residual symbols, two signs and
+    /// two mantissas of up to 32 bits (2 + 2 + 4): 18, rounded up. An opaque command adds one
+    /// op per payload byte.
+    static let maxOpsPerCommand = 32
+    private var ops: UnsafeMutablePointer<UInt64>
+    private var opCapacity: Int
+    /// Bytes are emitted backwards from the end of this buffer (each op emits at most 3).
+    private var emitted: UnsafeMutablePointer<UInt8>
+    private var emittedCapacity: Int
+    /// The model's encoder view, fetched once (a global's lazy-init check per batch otherwise).
+    private let enc = BinaryModelPointers.shared.enc
+    /// Scratch for the batch encoder's stroke context (see `BinaryBatchEncoder.encode`).
+    let context = UnsafeMutablePointer<StrokeContext>.allocate(capacity: 1)
+    /// The ops of the `put...` conveniences (tests and hand-built batches).
+    private var pending: RANSOpWriter
+
+    init() {
+        opCapacity = 1024
+        ops = .allocate(capacity: opCapacity)
+        emittedCapacity = 3 * opCapacity + 8
+        emitted = .allocate(capacity: emittedCapacity)
+        pending = RANSOpWriter(ops: ops)
+        context.initialize(to: .initial)
     }
 
-    /// Codes the collected ops and appends the batch's bytes to `out`.
-    func finish(into out: inout [UInt8]) {
+    deinit {
+        context.deallocate()
+        ops.deallocate()
+        emitted.deallocate()
+    }
+
+    /// A writer for a new batch with room for `capacity` ops.
+    @inline(always)
+    func begin(reserving capacity: Int) -> RANSOpWriter {
+        var w = RANSOpWriter(ops: ops)
+        reserve(&w, capacity)
+        return w
+    }
+
+    /// Makes room for `more` ops after the writer's.
+    @inline(always)
+    func reserve(_ w: inout RANSOpWriter, _ more: Int) {
+        // The writer is not passed to the slow path: a writer whose address escapes lives in
+        // memory, and its count would be stored and reloaded on every op.
+        if w.count &+ more > opCapacity { w.ops = grow(keeping: w.count, more) }
+    }
+
+    @inline(never)
+    private func grow(keeping count: Int, _ more: Int) -> UnsafeMutablePointer<UInt64> {
+        var capacity = opCapacity
+        while capacity < count + more { capacity *= 2 }
+        let bigger = UnsafeMutablePointer<UInt64>.allocate(capacity: capacity)
+        bigger.update(from: ops, count: count)
+        ops.deallocate()
+        ops = bigger
+        opCapacity = capacity
+        return bigger
+    }
+
+    // Conveniences that check capacity on every op (tests build batches by hand with these).
+    func reset() { pending = RANSOpWriter(ops: ops) }
+    func put(_ symbol: Int, _ table: BinaryTable) { reserve(&pending, 1); pending.put(symbol, table) }
+    func putBits(_ value: UInt64, _ count: Int) { reserve(&pending, 1); pending.putBits(value, count) }
+    func putWideBits(_ value: UInt64, _ count: Int) { reserve(&pending, 3); pending.putWideBits(value, count) }
+    func putUInt(_ value: UInt64) { reserve(&pending, 4); pending.putUInt(value) }
+    func finish(into out: inout [UInt8]) { finish(pending, into: &out) }
+
+    /// Codes the writer's ops and appends the batch's bytes to `out`.
+    func finish(_ w: RANSOpWriter, into out: inout [UInt8]) {
+        let opCount = w.count
         if emittedCapacity < 3 * opCount + 8 {
             emitted.deallocate()
             emittedCapacity = 3 * opCapacity + 8
             emitted = .allocate(capacity: emittedCapacity)
         }
-        let enc = BinaryModelPointers.shared.enc
-        let ops = self.ops
+        let enc = self.enc
+        let ops = w.ops
         let emitted = self.emitted
         var position = emittedCapacity
         var x = UInt32(RANSConstants.initialState)
@@ -106,7 +168,7 @@ final class RANSEncoder {
         while i > 0 {
             i &-= 1
             let op = ops[i]
-            if op & RANSEncoder.rawFlag != 0 {
+            if op & RANSOpWriter.rawFlag != 0 {
                 let k = UInt32(truncatingIfNeeded: op >> 32) & 0x1F
                 let xMax: UInt64 = 1 << (32 - UInt64(k))
                 while UInt64(x) >= xMax {
@@ -144,26 +206,39 @@ final class RANSEncoder {
 /// Decodes what `RANSEncoder` wrote. Never reads outside `bytes`; every error is reported by the
 /// caller's structural checks and the final-state check in `isCleanEnd`.
 struct RANSDecoder {
+    // Plain pointer and count rather than a buffer pointer: the hot loop then needs no
+    // standard-library accessor (left uninlined in large functions, a call per byte).
     private var x: UInt64
-    private let bytes: UnsafeRawBufferPointer
+    private let bytes: UnsafePointer<UInt8>
+    private let count: Int
     private var position: Int
     private let lut: UnsafeMutablePointer<UInt8>
     private let freqStart: UnsafeMutablePointer<UInt32>
+    /// False once the input holds bytes where no encoder would have put them.
+    private var isCanonical = true
 
     /// Nil when `bytes` is empty or its state is one no encoder produces.
-    init?(_ bytes: UnsafeRawBufferPointer) {
-        guard !bytes.isEmpty else { return nil }
+    @inline(always)
+    init?(_ raw: UnsafeRawBufferPointer) {
+        guard let start = raw.baseAddress, raw.count > 0 else { return nil }
+        let bytes = start.assumingMemoryBound(to: UInt8.self)
+        let count = raw.count
         self.bytes = bytes
+        self.count = count
         let model = BinaryModelPointers.shared
         lut = model.lut
         freqStart = model.freqStart
-        let stateBytes = bytes.count <= 4 ? bytes.count : 4
+        let stateBytes = count <= 4 ? count : 4
         var x: UInt64 = 0
-        for i in 0..<stateBytes { x = x << 8 | UInt64(bytes[i]) }
+        if stateBytes == 4 {
+            x = UInt64(UInt32(bigEndian: raw.loadUnaligned(as: UInt32.self)))
+        } else {
+            for i in 0..<stateBytes { x = x << 8 | UInt64(bytes[i]) }
+        }
         // Canonical form: a short state has no leading zero byte; a 4-byte state followed by
         // bytes is normalised (the encoder only emits bytes once its state reached the bound).
-        guard x != 0, bytes[0] != 0 || bytes.count > 4 else { return nil }
-        guard bytes.count <= 4 || x >= UInt64(RANSConstants.lowerBound) else { return nil }
+        guard x != 0, bytes[0] != 0 || count > 4 else { return nil }
+        guard count <= 4 || x >= UInt64(RANSConstants.lowerBound) else { return nil }
         self.x = x
         position = stateBytes
     }
@@ -172,23 +247,20 @@ struct RANSDecoder {
     /// encoder's emission threshold for the op just decoded: when the input runs out with the
     /// state still below the bound (the encoder's first emission), the encoder must have been at
     /// or above that threshold after the first byte read here, or these bytes are not canonical.
-    @inline(__always)
+    @inline(always)
     private mutating func renormalise(xMax: UInt64) {
-        guard x < UInt64(RANSConstants.lowerBound) && position < bytes.count else { return }
+        guard x < UInt64(RANSConstants.lowerBound) && position < count else { return }
         x = x << 8 | UInt64(bytes[position])
-        position += 1
+        position &+= 1
         let first = x
-        while x < UInt64(RANSConstants.lowerBound) && position < bytes.count {
+        while x < UInt64(RANSConstants.lowerBound) && position < count {
             x = x << 8 | UInt64(bytes[position])
-            position += 1
+            position &+= 1
         }
         if x < UInt64(RANSConstants.lowerBound) && first < xMax { isCanonical = false }
     }
 
-    /// False once the input holds bytes where no encoder would have put them.
-    private var isCanonical = true
-
-    @inline(__always)
+    @inline(always)
     mutating func get(_ table: BinaryTable) -> Int {
         let slot = Int(truncatingIfNeeded: x) & Int(BinaryModel.total - 1)
         let symbol = Int(truncatingIfNeeded: lut[table.id &* Int(BinaryModel.total) &+ slot])
@@ -199,18 +271,40 @@ struct RANSDecoder {
     }
 
     /// Reads `count` (0...23) raw bits.
-    @inline(__always)
-    mutating func getBits(_ count: Int) -> UInt64 {
-        if count == 0 { return 0 }
-        let value = x & ((1 << UInt64(count)) - 1)
-        x >>= UInt64(count)
-        renormalise(xMax: 1 << (32 - UInt64(count)))
+    @inline(always)
+    mutating func getBits(_ bits: Int) -> UInt64 {
+        if bits == 0 { return 0 }
+        let value = x & ((1 << UInt64(bits)) &- 1)
+        x >>= UInt64(bits)
+        renormalise(xMax: 1 << (32 - UInt64(bits)))
         return value
     }
 
-    mutating func getWideBits(_ count: Int) -> UInt64 {
+    // The multi-chunk reads are rare (large residuals, ids, lengths): they run out of line on a
+    // copy, so that the caller's decoder never has its address taken and stays in registers.
+
+    /// Reads any number (0...64) of raw bits, most significant chunk first.
+    @inline(always)
+    mutating func getWideBits(_ bits: Int) -> UInt64 {
+        var copy = self
+        let value = copy.readWideBits(bits)
+        self = copy
+        return value
+    }
+
+    /// Reads an unsigned integer (`RANSOpWriter.putUInt`); nil when the bit length is above 64.
+    @inline(always)
+    mutating func getUInt() -> UInt64? {
+        var copy = self
+        let value = copy.readUInt()
+        self = copy
+        return value
+    }
+
+    @inline(never)
+    private mutating func readWideBits(_ bits: Int) -> UInt64 {
         var value: UInt64 = 0
-        var remaining = count
+        var remaining = bits
         while remaining > 0 {
             let k = min(RANSConstants.maxRawBits, remaining)
             remaining -= k
@@ -219,18 +313,18 @@ struct RANSDecoder {
         return value
     }
 
-    /// Nil when the bit length is above 64.
-    mutating func getUInt() -> UInt64? {
+    @inline(never)
+    private mutating func readUInt() -> UInt64? {
         let length = Int(getBits(7))
         if length == 0 { return 0 }
         if length > 64 { return nil }
-        return (1 << UInt64(length - 1)) | getWideBits(length - 1)
+        return (1 << UInt64(length - 1)) | readWideBits(length - 1)
     }
 
     /// True when every byte was consumed and the state is back where the encoder began: the end
     /// of the batch (no op that has a successor can leave the state there, see `BinaryBatchDecoder`).
-    var isAtEnd: Bool { position == bytes.count && x == RANSConstants.initialState }
+    var isAtEnd: Bool { position == count && x == RANSConstants.initialState }
 
     /// `isAtEnd`, and every byte was where an encoder would have put it.
-    var isCleanEnd: Bool { position == bytes.count && x == RANSConstants.initialState && isCanonical }
+    var isCleanEnd: Bool { position == count && x == RANSConstants.initialState && isCanonical }
 }
