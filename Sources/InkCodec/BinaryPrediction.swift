@@ -59,8 +59,10 @@ enum BinaryPrediction {
     /// (mantissa bits below the top three, then the sign), with their count.
     @inline(__always)
     static func residualSymbol(_ r: Int64) -> (symbol: Int, extra: UInt64, extraBits: Int) {
-        let a = r.magnitude
-        let sign: UInt64 = r < 0 ? 1 : 0
+        // Magnitude and sign without a branch (a coin toss per coordinate; codec-speed helper).
+        let negative = r >> 63
+        let a = UInt64(bitPattern: (r ^ negative) &- negative)
+        let sign = UInt64(bitPattern: negative) & 1
         if a < 4 { return (Int(a), sign, a == 0 ? 0 : 1) }
         let c = 64 - a.leadingZeroBitCount
         let low = UInt64(c - 3)
@@ -84,8 +86,10 @@ enum BinaryPrediction {
             let low = UInt64(symbol / 4 - 1)
             a = ((4 | UInt64(symbol & 3)) << low) | (extra >> 1)
         }
-        let m = Int64(bitPattern: a)
-        return extra & 1 == 1 ? -m : m
+        // The sign without a branch: it is a coin toss, and a mispredicted branch per coordinate
+        // cost more than the arithmetic (speed, codec-speed helper).
+        let negative = -Int64(bitPattern: extra & 1)
+        return (Int64(bitPattern: a) ^ negative) &- negative
     }
 
     @inline(__always)
