@@ -171,6 +171,9 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
             path.noteSent(first)
             transport.send(first, to: address)
         }
+        // Emptied: the shared empty array (read on every datagram; this session's own empty
+        // buffer was a cache miss each time).
+        if held.isEmpty { held = [] }
     }
 
     private func updateBackpressure() {

@@ -137,7 +137,9 @@ public final class ARQSession: DatagramEndpoint {
         let event = events[eventHead]
         eventHead += 1
         if eventHead == events.count {
-            events.removeAll(keepingCapacity: true)
+            // The shared empty array, not a kept buffer: this is read after every datagram
+            // (see `SendQueue.popSegment`).
+            events = []
             eventHead = 0
         }
         if case .delivered(let message) = event {

@@ -35,7 +35,14 @@ struct SendQueue {
             messages[head] = []
             head += 1
             offset = 0
-            if head > 64 && head * 2 >= messages.count {
+            if head == messages.count {
+                // Drained (the usual state of a live session between batches): back to the
+                // shared empty array. `isEmpty`, read on every `pollTransmit`, then reads a line
+                // every session shares instead of this session's own buffer, a cache miss per
+                // datagram with thousands of sessions; the next push allocates a small buffer.
+                messages = []
+                head = 0
+            } else if head > 64 && head * 2 >= messages.count {
                 messages.removeFirst(head)
                 head = 0
             }
