@@ -10,7 +10,8 @@ struct FanoutShape {
     var warmupSeconds: Double = 5
     var durationSeconds: Double = 60
     /// Watchers sharing one client socket (the daemon routes by connection id, not address).
-    var sessionsPerSocket = 50
+    /// The load reads each socket once per millisecond, so fewer sockets cost fewer calls.
+    var sessionsPerSocket = 1000
     /// New watcher sessions opened per second during the join phase.
     var joinsPerSecond = 1000
     /// Print the worst added latency and the daemon's drops of every second (diagnosis).
@@ -36,6 +37,9 @@ struct FanoutResult {
     /// Datagrams the kernel dropped on a full receive buffer: the daemon's socket, the load's.
     var daemonDrops = 0
     var generatorDrops = 0
+    /// How long the window's deliveries waited in the load's sockets before it read them
+    /// (the latency figures are measured to their arrival, not to this).
+    var generatorLagP99Ms = 0.0
     var failure: String?
 
     var json: String {
@@ -47,6 +51,7 @@ struct FanoutResult {
             ("batches", "\(batches)"), ("errors", "\(errors)"), ("generator_cpu_percent", fanoutFixed(generatorCPUPercent, 1)),
             ("join_s", fanoutFixed(joinSeconds, 2)),
             ("daemon_udp_drops", "\(daemonDrops)"), ("generator_udp_drops", "\(generatorDrops)"),
+            ("generator_lag_p99_ms", fanoutFixed(generatorLagP99Ms, 2)),
         ] + (failure.map { [("failure", "\"\($0.filter { $0 != "\"" && $0 != "\\" })\"")] } ?? [])
         return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
     }
@@ -88,6 +93,12 @@ final class FanoutLoad: MemberLoad {
     private var sentBatch: [[Int32]]
     private var sentAt: [[UInt64]]
     private var histogram = FanoutHistogram()
+    /// Arrival to reading, per delivery in the window.
+    private var lag = FanoutHistogram()
+    /// The `now` of the current tick and of the one before (the watchers' clock for what
+    /// arrived in between).
+    private var tickNow: UInt64 = 0
+    private var previousTickNow: UInt64 = 0
     private var deliveries = 0
     private var drawing = false
     private var drawStart: UInt64 = 0
@@ -129,7 +140,10 @@ final class FanoutLoad: MemberLoad {
     func delivered(room: Int, daemon: Int, roomSeq: UInt64, at now: UInt64) {
         deliveries += 1
         let sent = sentAt[room][Int(roomSeq) - 1]
-        if sent >= windowStart && sent < windowEnd { histogram.record(now >= sent ? now - sent : 0) }
+        if sent >= windowStart && sent < windowEnd {
+            histogram.record(now >= sent ? now - sent : 0)
+            lag.record(tickNow >= now ? tickNow - now : 0)
+        }
         secondWorst = max(secondWorst, now >= sent ? now - sent : 0)
     }
 
@@ -229,6 +243,7 @@ final class FanoutLoad: MemberLoad {
         result.addedP99Ms = histogram.quantileMs(0.99)
         result.addedP999Ms = histogram.quantileMs(0.999)
         result.addedMaxMs = Double(histogram.maximum) / 1000
+        result.generatorLagP99Ms = lag.quantileMs(0.99)
         return result
     }
 
@@ -259,21 +274,23 @@ final class FanoutLoad: MemberLoad {
     }
 
     private func openSocket() throws {
-        let socket = try FanoutSocket(loop: loop, server: server, receiveBufferBytes: 2 << 20) { [unowned self] buffer in
-            self.receive(buffer)
+        let socket = try FanoutSocket(server: server, receiveBufferBytes: 4 << 20) { [unowned self] buffer, arrivedAt in
+            self.receive(buffer, arrivedAt: arrivedAt)
         }
         sockets.append(socket)
     }
 
-    /// Routes one datagram to its watcher by connection id.
-    private func receive(_ buffer: UnsafeRawBufferPointer) {
+    /// Routes one datagram to its watcher by connection id. Its ARQ takes it at its arrival
+    /// (no earlier than the last tick, so a session's clock never goes back), as a client that
+    /// reads at once would.
+    private func receive(_ buffer: UnsafeRawBufferPointer, arrivedAt: UInt64) {
         let mask = UInt64(1) << UInt64(FanoutLoad.watcherIndexBits) - 1
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: buffer)
         guard let id = FrameCodec.connectionID(of: scratch), id & ~mask == connectionBase else { return }
         let index = Int(id & mask)
         guard index < watchers.count else { return }
-        watchers[index].receive(scratch, now: loop.now)
+        watchers[index].receive(scratch, now: max(arrivedAt, previousTickNow), arrivedAt: arrivedAt)
     }
 
     /// Runs the loop until `done` or `limit` µs pass; false on the limit.
@@ -286,11 +303,15 @@ final class FanoutLoad: MemberLoad {
         return done()
     }
 
-    /// Every millisecond: ARQ deadlines, then batches that fell due.
+    /// Every millisecond: what the watchers' sockets received, ARQ deadlines, then batches
+    /// that fell due.
     private func tick() {
         let now = loop.now
         if lastTick > 0 { worstTickGap = max(worstTickGap, now - lastTick) }
         lastTick = now
+        tickNow = now
+        for socket in sockets { socket.drain(now: now) }
+        previousTickNow = now
         wheel.advance(now: now)
         // What the timers sent (acks, mostly) leaves in one call per socket.
         for socket in sockets { socket.flush() }

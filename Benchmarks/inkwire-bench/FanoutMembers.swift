@@ -50,26 +50,28 @@ final class FanoutWatcher: FanoutTimed {
         arq = ARQSession(connectionID: connectionID, now: Instant(microseconds: now))
         let join = ClientMessage.join(JoinRequest(room: load.roomName(room), user: user, role: .viewer, origin: origin))
         try? arq.send(SessionMessageCodec.encode(join))
-        pump(now: now)
+        pump(now: now, arrivedAt: now)
     }
 
-    func receive(_ datagram: [UInt8], now: UInt64) {
+    /// `arrivedAt`: when the datagram reached the watcher's socket, if the load read it later
+    /// (what a delivery's latency is measured to); `now` by default.
+    func receive(_ datagram: [UInt8], now: UInt64, arrivedAt: UInt64? = nil) {
         arq.handleDatagram(datagram, now: Instant(microseconds: now))
-        pump(now: now)
+        pump(now: now, arrivedAt: arrivedAt ?? now)
     }
 
     func fire(now: UInt64) {
         arq.handleTimeout(now: Instant(microseconds: now))
-        pump(now: now)
+        pump(now: now, arrivedAt: now)
     }
 
-    private func pump(now: UInt64) {
+    private func pump(now: UInt64, arrivedAt: UInt64) {
         let instant = Instant(microseconds: now)
         while let d = arq.pollTransmit(now: instant) { socket.transmit(d) }
         var delivered = false
         while let event = arq.pollEvent() {
             if case .delivered(let bytes) = event {
-                handle(bytes, now: now)
+                handle(bytes, arrivedAt: arrivedAt)
                 delivered = true
             }
         }
@@ -78,7 +80,7 @@ final class FanoutWatcher: FanoutTimed {
         load.wheel.schedule(self, deadline: arq.pollTimeout()?.microseconds)
     }
 
-    private func handle(_ bytes: [UInt8], now: UInt64) {
+    private func handle(_ bytes: [UInt8], arrivedAt: UInt64) {
         guard let message = try? SessionMessageCodec.decodeServer(bytes) else {
             errors += 1
             return
@@ -111,7 +113,7 @@ final class FanoutWatcher: FanoutTimed {
                 }
             }
             nextRoomSeq += 1
-            load.delivered(room: room, daemon: daemon, roomSeq: batch.roomSeq, at: now)
+            load.delivered(room: room, daemon: daemon, roomSeq: batch.roomSeq, at: arrivedAt)
         case .joinRefused, .goingAway:
             errors += 1
         default:

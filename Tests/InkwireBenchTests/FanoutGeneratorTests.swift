@@ -46,7 +46,8 @@ import Testing
 }
 
 /// A batched socket: datagrams queued with `transmit` reach the server in order at `flush`,
-/// and the server's answers come back to `onDatagram` byte for byte.
+/// and the server's answers come back to `onDatagram` at `drain`, byte for byte, each with
+/// its kernel arrival time on the loop's clock (between sending and reading).
 @Test func fanoutSocketSendsInOrderAndReceivesBatches() throws {
     let loop = try EventLoop()
     defer { loop.shutdown() }
@@ -58,8 +59,10 @@ import Testing
         peer = sender
     }
     var atClient: [[UInt8]] = []
-    let client = try FanoutSocket(loop: loop, server: try server.localAddress, receiveBufferBytes: 1 << 20) { buffer in
+    var arrivals: [UInt64] = []
+    let client = try FanoutSocket(server: try server.localAddress, receiveBufferBytes: 1 << 20) { buffer, arrivedAt in
         atClient.append(Array(buffer))
+        arrivals.append(arrivedAt)
     }
     defer { client.close() }
     let sent: [[UInt8]] = (0..<(FanoutSocket.sendBatch + 5)).map { i in [UInt8(i & 0xFF), UInt8(i >> 8), 42] }
@@ -69,11 +72,17 @@ import Testing
     while atServer.count < sent.count && loop.now < deadline { loop.runOnce() }
     #expect(atServer == sent)
     let answers: [[UInt8]] = (0..<(FanoutSocket.receiveBatch + 3)).map { i in [UInt8(i & 0xFF), 7] }
+    let beforeSending = loop.now
     if let peer {
         for a in answers { try server.send(a, to: peer) }
     }
-    while atClient.count < answers.count && loop.now < deadline { loop.runOnce() }
+    usleep(20_000)
+    let readAt = loop.now
+    client.drain(now: readAt)
     #expect(atClient == answers)
+    // Stamped by the kernel, mapped onto the loop clock (1 ms of slack for the mapping).
+    #expect(arrivals.allSatisfy { $0 + 1000 >= beforeSending && $0 <= readAt })
+    #expect(arrivals.allSatisfy { readAt - $0 >= 10_000 })
     #expect(client.sendFailures == 0)
     #expect(client.truncated == 0)
     // glibc's struct mmsghdr on 64-bit Linux: a 56-byte msghdr and the length, padded.
