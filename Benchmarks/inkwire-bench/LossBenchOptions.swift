@@ -35,7 +35,7 @@ struct LossBenchOptions: Sendable {
     static let usage = """
         usage: inkwire-bench loss [--loss-percent 0,2,5,10,20] [--rtt-ms 40] [--rooms 2] [--members 4]
           [--trace ../shared/traces/lesson-a.csv] [--duration 4] [--transports inkwire-udp,inkwire-tcp,enet]
-          [--seed 1] [--out DIR] [--link proxy|netns] [--tcp-cc ALG] [--drain-timeout 10]
+          [--seed 1] [--out DIR] [--link proxy|netns] [--tcp-cc ALG] [--drain-timeout 30]
           Starts a real inkwired and the ENet baseline relay; per room one member draws the trace
           (its first --duration seconds from a per-room offset, at the recorded pace, in 60 ms
           batches) and the others watch, all through a link with --rtt-ms / 2 delay each way and
@@ -62,8 +62,9 @@ struct LossBenchOptions: Sendable {
     /// nil: netns when running as root and the packet link is available, else proxy.
     var link: LossLinkMode?
     /// After the last batch is sent, how long watchers may take to catch up before the run
-    /// counts what is missing as lost.
-    var drainTimeoutSeconds = 10.0
+    /// counts what is missing as lost. 30 s outlasts six back-to-back TCP retransmission
+    /// timeouts (0.2 s doubling to 6.4 s, 12.6 s in all), which 20 % loss does produce.
+    var drainTimeoutSeconds = 30.0
     /// TCP congestion control inside the packet-level link's namespaces; nil keeps what new
     /// namespaces take from the host (bbr on the benchmark machine, where a namespace may only
     /// pick reno or the host's default).
