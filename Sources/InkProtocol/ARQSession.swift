@@ -434,23 +434,6 @@ public final class ARQSession: DatagramEndpoint {
         let history = UInt64(ARQSession.sentDatagramHistory)
         var lo = datagramCount > history ? datagramCount - history : 0
         var hi = datagramCount - 1
-        // The newest datagram first (what a peer answering at once echoes): the search below
-        // reads a dozen cold cache lines per ack. Taken only where the search finds the same
-        // index. Timestamps are the clock's low 32 bits, or the previous one + 1 when that
-        // would not advance ("bumped"); between two unbumped datagrams they advance by exactly
-        // the time between them. So when the oldest one is unbumped (its timestamp is its own
-        // send time) and the history spans under 2^30 µs, they rise strictly through it (the
-        // total is under 2^30 + history), the search is exact, and a match at the newest is
-        // the only one.
-        let newestSlot = Int(hi % history)
-        if sentTimestamps[newestSlot] == timestamp {
-            let oldestSlot = Int(lo % history)
-            let first = sentTimes[oldestSlot].microseconds
-            let last = sentTimes[newestSlot].microseconds
-            if first <= last, last - first < 1 << 30, sentTimestamps[oldestSlot] == UInt32(truncatingIfNeeded: first) {
-                return (hi, sentTimes[newestSlot])
-            }
-        }
         let oldest = sentTimestamps[Int(lo % history)]
         let target = SequenceNumber.distance(from: oldest, to: timestamp)
         guard target >= 0 else { return nil }
