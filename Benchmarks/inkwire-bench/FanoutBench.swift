@@ -80,7 +80,7 @@ func runFanoutBench(_ arguments: [String]) -> Never {
     do { options = try FanoutOptions(arguments) } catch {
         print("inkwire-bench fanout: \(error)")
         print("usage: inkwire-bench fanout [--rooms 50] [--members 40] [--duration 60] [--trace PATH] [--warmup 5]")
-        print("         [--sessions-per-socket 50] [--joins-per-second 1000] [--find-max [--grow rooms|members] [--step N]")
+        print("         [--sessions-per-socket 1000] [--joins-per-second 1000] [--find-max [--grow rooms|members] [--step N]")
         print("         [--max-sessions 20000] [--target-p99-ms 10]]")
         exit(2)
     }

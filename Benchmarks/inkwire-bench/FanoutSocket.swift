@@ -16,8 +16,9 @@ extension UDPSocket: WatcherOutput {
 /// once, and hands each datagram to `onDatagram` as a borrowed buffer with the time the kernel
 /// queued it (SO_TIMESTAMPNS: when the relay's send reached the watcher, whenever the load
 /// reads it); sends are copied into a send slab and leave together with sendmmsg at `flush()`.
-/// At 20,000 deliveries a second, a wake-up and a system call per datagram each way were half
-/// of the generator's time, and the generator shares the two cores with the daemon it measures.
+/// At 20,000 deliveries a second, waking for every datagram (epoll, context switches) and a system
+/// call per datagram each way cost the generator about a quarter of its time, on the two cores it
+/// shares with the daemon it measures.
 final class FanoutSocket: WatcherOutput {
     /// Datagrams read or sent per system call.
     static let receiveBatch = 64
