@@ -177,44 +177,16 @@ public enum BinaryBatchDecoder {
         _ kind: Int, _ d: inout RANSDecoder, _ context: inout StrokeContext, _ opaqueBudget: inout UInt64
     ) throws(BinaryCodecError) -> TimedCommand {
         switch kind {
-        case BinaryKind.move, BinaryKind.end, BinaryKind.startPen, BinaryKind.startEraser, BinaryKind.point,
-             BinaryKind.moveNextFrame:
-            let t: UInt64
-            var timeSymbol = 1
-            if kind == BinaryKind.moveNextFrame {
-                guard context.frame != UInt64.max else { throw .badTime }
-                t = BinaryPrediction.gridTime(context.frame + 1)
-                guard t < BinaryPrediction.gridLimitMs else { throw .badTime }
-                context.setTime(t, frame: context.frame + 1)
-            } else {
-                let group = kind == BinaryKind.move ? 0 : (kind == BinaryKind.end ? 1 : 2)
-                (t, timeSymbol) = try getTime(group: group, &d, &context)
-                // One frame after the previous command is always `moveNextFrame` (canonical form).
-                if kind == BinaryKind.move && timeSymbol == 1 { throw .badTime }
-            }
-            var stroke = context.stroke
-            var tool = context.tool
-            var phase = StrokePhase.move
-            switch kind {
-            case BinaryKind.move, BinaryKind.end, BinaryKind.moveNextFrame:
-                guard context.isOpen else { throw .badField }
-                phase = kind == BinaryKind.end ? .end : .move
-            case BinaryKind.startPen, BinaryKind.startEraser:
-                stroke = StrokeID(context.stroke.rawValue &+ 1)
-                tool = kind == BinaryKind.startPen ? .pen : .eraser
-                phase = .start
-            default:
-                stroke = try getStrokeDelta(&d, context)
-                tool = d.getBits(1) == 0 ? .pen : .eraser
-                guard let ph = StrokePhase(rawValue: UInt8(d.getBits(2))) else { throw .badField }
-                phase = ph
-            }
+        case BinaryKind.point:
+            // Kinds 1-4 and 15 take `decodeSimplePoint`; this is any other point.
+            let (t, timeSymbol) = try getTime(group: 2, &d, &context)
+            let stroke = try getStrokeDelta(&d, context)
+            let tool: Tool = d.getBits(1) == 0 ? .pen : .eraser
+            guard let phase = StrokePhase(rawValue: UInt8(d.getBits(2))) else { throw .badField }
             let continues = context.continues(stroke: stroke, phase: phase)
-            if kind == BinaryKind.point {
-                // Canonical form: what a shorter kind expresses must use it.
-                if context.isOpen && continues && tool == context.tool { throw .badField }
-                if phase == .start && stroke.rawValue == context.stroke.rawValue &+ 1 { throw .badField }
-            }
+            // Canonical form: what a shorter kind expresses must use it.
+            if context.isOpen && continues && tool == context.tool { throw .badField }
+            if phase == .start && stroke.rawValue == context.stroke.rawValue &+ 1 { throw .badField }
             let (x, y) = try decodeCoordinates(count: continues ? context.count : 0, timeSymbol: timeSymbol, &d, context)
             let p = StrokePoint(stroke: stroke, tool: tool, phase: phase, x: x, y: y)
             context.record(p, continues: continues)
