@@ -28,7 +28,8 @@ func runCodecBench(_ arguments: [String]) -> Never {
     guard !tracePath.isEmpty else { codecUsage("--trace PATH is required") }
     guard let data = FileManager.default.contents(atPath: tracePath) else { codecUsage("cannot read \(tracePath)") }
     let text = [UInt8](data)
-    let trace = loadTrace(text)
+    let trace: BenchTrace
+    do { trace = try BenchTrace(text) } catch { codecUsage("bad trace: \(error)") }
     let commands = trace.commands
     let points = commands.reduce(0) { n, c in if case .point = c.command { n + 1 } else { n } }
     let batches = Batch.cut(commands, author: AuthorID(1), windowMs: window)
@@ -158,15 +159,4 @@ private func fixed(_ v: Double, _ digits: Int) -> String { String(format: "%.\(d
 private func codecUsage(_ message: String) -> Never {
     FileHandle.standardError.write(Data("inkwire-bench codec: \(message)\nusage: inkwire-bench codec --trace PATH [--runs N] [--repeat N] [--window-ms MS]\n".utf8))
     exit(2)
-}
-
-/// The trace as one author's commands (legacy text -> model, as a legacy connection does), and
-/// what the legacy app spends on it (payload plus the 6-byte frame header per command).
-private func loadTrace(_ text: [UInt8]) -> (commands: [TimedCommand], legacyBytes: Int) {
-    let lines: [TraceLine]
-    do { lines = try Trace.parse(text) } catch { codecUsage("bad trace: \(error)") }
-    var translator = LegacyTranslator(author: AuthorID(1))
-    let commands = lines.map { translator.timedCommand(from: $0.message, timeMs: $0.timeMs) }
-    let legacyBytes = lines.reduce(0) { $0 + $1.message.bytes.count + 6 }
-    return (commands, legacyBytes)
 }

@@ -90,13 +90,12 @@ private struct Difference {
 
 /// The trace's strokes (draw and eraser), each cut where a point starts one.
 private func strokesOfTrace(_ text: [UInt8]) -> [[TimedPoint]] {
-    let lines: [TraceLine]
-    do { lines = try Trace.parse(text) } catch { entropyUsage("bad trace: \(error)") }
-    var translator = LegacyTranslator(author: AuthorID(1))
+    let trace: BenchTrace
+    do { trace = try BenchTrace(text) } catch { entropyUsage("bad trace: \(error)") }
     var strokes: [[TimedPoint]] = []
-    for line in lines {
-        guard case .point(let p) = translator.timedCommand(from: line.message, timeMs: line.timeMs).command else { continue }
-        let point = TimedPoint(timeMs: line.timeMs, x: Int64(p.x), y: Int64(p.y))
+    for timed in trace.commands {
+        guard case .point(let p) = timed.command else { continue }
+        let point = TimedPoint(timeMs: timed.timeMs, x: Int64(p.x), y: Int64(p.y))
         if p.phase == .start || strokes.isEmpty { strokes.append([point]) } else { strokes[strokes.count - 1].append(point) }
     }
     return strokes
