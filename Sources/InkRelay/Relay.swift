@@ -34,7 +34,8 @@ import InkProtocol
 /// ## The log and fan-out
 /// Each accepted batch gets the next `roomSeq` and its author, is folded into the room's
 /// `Board`, appended to the in-memory tail, handed to the store (`.append`), and sent to every
-/// other member in join order, re-encoded against that member's own codec state. Batches are
+/// other member in join order, encoded against that member's own codec state (coded once for
+/// all members whose states agree on it: `SharedBatchEncoder`). Batches are
 /// deduplicated by `(origin, originSeq)`: a batch sent again is not appended twice, and is
 /// acknowledged when durable. The author gets `batchAck` only once the store reports the batch
 /// durable. Each member has a cursor (the last `roomSeq` it was sent or does not need: its own

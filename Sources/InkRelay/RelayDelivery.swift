@@ -124,7 +124,8 @@ extension Relay {
             }
             m.cursor += 1
             if entry.record.origin == m.origin { continue }
-            guard let payload = try? BinaryBatchCodec.encode(entry.batch, state: &m.outbound) else { continue }
+            // The bytes of a per-member encoding, coded once for the members that agree.
+            guard let payload = try? room.liveEncoder.encode(entry.batch, state: &m.outbound) else { continue }
             send(session, .roomBatch(RoomBatch(roomSeq: entry.record.roomSeq, author: entry.record.author,
                                                timeMs: entry.record.timeMs, payload: payload)))
         }

@@ -50,6 +50,8 @@ final class RoomState {
     /// What a snapshot would drop from the log since the last `snapshotRecord`.
     var garbage = RoomGarbage()
     var tail: RoomTail
+    /// Codes each live batch once for every member in the same codec state (the fan-out).
+    var liveEncoder = SharedBatchEncoder()
     var origins: [UInt64: OriginState] = [:]
     var pendingAcks: [PendingAck] = []
     var pendingStart = 0
