@@ -36,6 +36,7 @@ public final class ENetMember {
         }
         host = created
         peer = connecting
+        ENetRuntime.configure(connecting)
         var event = ENetEvent()
         let deadline = ENetRuntime.nowNanoseconds() + UInt64(timeoutMs) * 1_000_000
         while ENetRuntime.nowNanoseconds() < deadline {

@@ -88,6 +88,8 @@ public final class ENetRelayServer {
             } else {
                 relay(from: peer, bytes)
             }
+        case ENET_EVENT_TYPE_CONNECT:
+            if let peer = event.peer { ENetRuntime.configure(peer) }
         case ENET_EVENT_TYPE_DISCONNECT:
             guard let peer = event.peer else { return }
             leave(peer)

@@ -11,6 +11,17 @@ public enum ENetRuntime {
     /// Channels every host opens (control + batches).
     public static let channelCount = 2
 
+    /// How long a reliable packet may go unacknowledged before ENet drops the peer: inkwired's
+    /// own dead-peer timeout (`ARQConfiguration.deadPeerTimeout`), so both give up on a member
+    /// after the same silence. ENet's defaults (5 s once the resend timeout has doubled five
+    /// times, 30 s at most) drop members of a room on a link with 20 % loss.
+    public static let peerTimeoutMs: UInt32 = 15_000
+
+    /// Applies `peerTimeoutMs` to a peer (ENet's retry limit stays its default).
+    static func configure(_ peer: UnsafeMutablePointer<ENetPeer>) {
+        enet_peer_timeout(peer, 0, peerTimeoutMs, peerTimeoutMs)
+    }
+
     /// Initializes ENet once; throws if the library refused.
     public static func ensureInitialized() throws(ENetError) {
         if !initialized { throw .initializeFailed }
