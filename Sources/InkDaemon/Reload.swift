@@ -1,6 +1,6 @@
 extension Daemon {
     /// SIGHUP: re-reads the flags, the `--config` file and the token secret, and applies what
-    /// can change live (token secret, log level, limits) without touching a session. A broken
+    /// can change live (token secret, log level, limits, room history limit and idle expiry) without touching a session. A broken
     /// configuration is logged and the running one kept.
     func reload() {
         guard !stopping else { return }
@@ -32,8 +32,13 @@ extension Daemon {
         limits.maxMembersPerRoom = config.limits.maxMembersPerRoom
         config.limits = limits
         legacyContext.apply(limits)
+        config.maxRoomHistoryBytes = next.maxRoomHistoryBytes
+        config.roomIdleExpiryMs = next.roomIdleExpiryMs
+        store.applyLiveLimits(maxRoomHistoryBytes: next.maxRoomHistoryBytes, idleRoomExpiryMs: next.roomIdleExpiryMs)
+        driver.gate.maxRoomHistoryBytes = next.maxRoomHistoryBytes
         logger.notice("reloaded", ["log_level": next.logLevel, "tokens": verifier == nil ? "open" : "required",
-                                   "max_sessions": limits.maxSessions])
+                                   "max_sessions": limits.maxSessions, "max_room_history_bytes": next.maxRoomHistoryBytes,
+                                   "room_idle_expiry_ms": next.roomIdleExpiryMs])
     }
 
     private func restartOnlyChanges(from old: DaemonConfig, to new: DaemonConfig) -> [String] {

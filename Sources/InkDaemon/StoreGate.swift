@@ -12,7 +12,8 @@ final class StoreGate: BatchAdmission {
     private let store: RoomLogStore
     private let logger: Logger
     let metrics: StoreMetrics
-    let maxRoomHistoryBytes: Int
+    /// Changes on reload (SIGHUP).
+    var maxRoomHistoryBytes: Int
     /// Records the store refused for its backlog, oldest first. Admission refuses every batch
     /// while one is held, so at most one input's record lands here; the bound is a safety net.
     private var held: [RelayRecord] = []

@@ -24,7 +24,8 @@ final class LogFront {
         var everyOriginTracked = true
     }
 
-    let limits: StoreLimits
+    /// The history limit and idle expiry change on reload (`applyLiveLimits`); the rest is fixed.
+    private(set) var limits: StoreLimits
     let defaultRetention: Retention
     private let reader: LogReader
     private let pipe: CommitPipe
@@ -38,6 +39,14 @@ final class LogFront {
     private var unreportedFailures: [StoreError] = []
     private var counters = StoreUsage()
     private var closed = false
+
+    /// Takes a new history limit and idle expiry: they are checked per append and per expiry
+    /// sweep, so a change applies from the next one (a room already past a lowered limit keeps
+    /// what it has and takes nothing more).
+    func applyLiveLimits(maxRoomHistoryBytes: Int, idleRoomExpiryMs: UInt64) {
+        limits.maxRoomHistoryBytes = maxRoomHistoryBytes
+        limits.idleRoomExpiryMs = idleRoomExpiryMs
+    }
 
     init(reader: LogReader, pipe: CommitPipe, limits: StoreLimits, defaultRetention: Retention) throws(StoreError) {
         self.reader = reader

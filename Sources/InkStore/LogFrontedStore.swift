@@ -30,5 +30,9 @@ public class LogFrontedStore: RoomLogStore {
     }
     public func deleteRoom(_ name: String) throws(StoreError) { try front.deleteRoom(name) }
     public var usage: StoreUsage { front.usage }
+    /// The limits that may change while the store is open (a daemon's reload).
+    public func applyLiveLimits(maxRoomHistoryBytes: Int, idleRoomExpiryMs: UInt64) {
+        front.applyLiveLimits(maxRoomHistoryBytes: maxRoomHistoryBytes, idleRoomExpiryMs: idleRoomExpiryMs)
+    }
     public func close() { front.close() }
 }

@@ -116,11 +116,14 @@ import Testing
         let a = try LegacyTestClient(port: port)
         let b = try LegacyTestClient(port: port)
         #expect(daemon.waitForLine(containing: "author=2") != nil)
-        writeFile(configPath, Array("INKWIRE_LOG_LEVEL=debug\nINKWIRE_MAX_SESSIONS=7\nINKWIRE_DURABILITY=always\n".utf8))
+        writeFile(configPath, Array(("INKWIRE_LOG_LEVEL=debug\nINKWIRE_MAX_SESSIONS=7\nINKWIRE_DURABILITY=always\n"
+                                     + "INKWIRE_MAX_ROOM_HISTORY_BYTES=4096\nINKWIRE_ROOM_IDLE_EXPIRY=12h\n").utf8))
         daemon.signal(SIGHUP)
         let reloaded = daemon.waitForLine(containing: "msg=\"reloaded\"")
         #expect(reloaded?.contains("log_level=debug") == true)
         #expect(reloaded?.contains("max_sessions=7") == true)
+        #expect(reloaded?.contains("max_room_history_bytes=4096") == true)
+        #expect(reloaded?.contains("room_idle_expiry_ms=43200000") == true)
         #expect(daemon.log.contains("msg=\"reload ignores settings that need a restart\" settings=durability"))
         // The devices stayed connected and keep drawing.
         a.send(["1,0.100000,0.100000,1"])

@@ -168,6 +168,25 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func historyLimitChangesWhileOpen(kind: StoreKind) throws {
+        let harness = StoreHarness(kind)
+        harness.limits.maxRoomHistoryBytes = 1000
+        let store = try #require(try harness.open() as? LogFrontedStore)
+        for seq in UInt64(1)...3 { _ = try store.append(batch("r", originSeq: seq, payload: [UInt8](repeating: 0, count: 100))) }
+        // Lowered below what the room keeps: it keeps it and takes nothing more.
+        store.applyLiveLimits(maxRoomHistoryBytes: 250, idleRoomExpiryMs: 0)
+        #expect(throws: StoreError.roomHistoryFull(room: "r", bytes: 400, limit: 250)) {
+            try store.append(batch("r", originSeq: 4, payload: [UInt8](repeating: 0, count: 100)))
+        }
+        #expect(store.room("r")?.historyBytes == 300)
+        // Raised again: the next batch goes in.
+        store.applyLiveLimits(maxRoomHistoryBytes: 400, idleRoomExpiryMs: 0)
+        #expect(try store.append(batch("r", originSeq: 4, payload: [UInt8](repeating: 0, count: 100))) == .appended(roomSeq: 4))
+        // Idle expiry 0 means never, whatever the clock says.
+        #expect(try store.expireIdleRooms(nowMs: .max) == [])
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func limitsGiveTypedErrors(kind: StoreKind) throws {
         let harness = StoreHarness(kind)
         harness.limits.maxPayloadBytes = 100
