@@ -139,7 +139,7 @@ final class LegacyPeer: RelaySessionTransport {
 
     // MARK: outbound
 
-    func deliver(_ message: ServerMessage) {
+    func deliver(_ message: ServerMessage, encoder: inout SharedMessageEncoder) {
         guard !closed else { return }
         switch message {
         case .joinAccepted(let member, let role, _, _):

@@ -80,10 +80,10 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
 
     // MARK: relay -> device
 
-    func deliver(_ message: ServerMessage) {
+    func deliver(_ message: ServerMessage, encoder: inout SharedMessageEncoder) {
         guard !ended else { return }
         do {
-            try arq.send(SessionMessageCodec.encode(message))
+            try arq.send(encoder.encode(message))
         } catch {
             daemon.metrics.errors(kind: "arq_send").increment()
             terminate(reason: "send failed: \(error)")

@@ -7,8 +7,10 @@ import InkUV
 /// A transport session as the relay driver sees it: a native UDP (ARQ) session, a native TCP
 /// stream or a legacy connection.
 protocol RelaySessionTransport: AnyObject {
-    /// Sends one relay message to the device (encoded or translated by the transport).
-    func deliver(_ message: ServerMessage)
+    /// Sends one relay message to the device: a native transport takes its bytes from
+    /// `encoder` (shared with the other members the message fans out to), a legacy one
+    /// translates it.
+    func deliver(_ message: ServerMessage, encoder: inout SharedMessageEncoder)
     /// The relay has forgotten the session: send what is queued, then close.
     func relayClosed(_ reason: GoingAwayReason)
 }
@@ -189,12 +191,14 @@ final class RelayDriver {
         guard !draining else { return }
         draining = true
         defer { draining = false }
+        // One per drain: a batch fans out to the room within one drain.
+        var encoder = SharedMessageEncoder()
         var again = true
         while again {
         while let output = relay.pollOutput() {
             switch output {
             case .send(let session, let message):
-                transports[session]?.deliver(message)
+                transports[session]?.deliver(message, encoder: &encoder)
             case .append(let record):
                 append(record)
                 bridge?.relayAppended(record)

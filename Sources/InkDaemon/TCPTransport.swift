@@ -104,9 +104,9 @@ final class NativeStreamConnection: RelaySessionTransport {
         if let session { daemon.driver.message(message, from: session) }
     }
 
-    func deliver(_ message: ServerMessage) {
+    func deliver(_ message: ServerMessage, encoder: inout SharedMessageEncoder) {
         guard !closed else { return }
-        let bytes = StreamFrameDecoder.frame(SessionMessageCodec.encode(message))
+        let bytes = StreamFrameDecoder.frame(encoder.encode(message))
         do {
             let queued = try connection.write(bytes)
             daemon.metrics.bytesSent.labels("tcp").increment(by: UInt64(bytes.count))
