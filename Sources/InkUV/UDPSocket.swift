@@ -6,7 +6,12 @@ import Glibc
 ///   each datagram to `onDatagram` as a borrowed buffer plus the sender: no heap work per datagram;
 /// - send tries `uv_udp_try_send` first; only when the kernel queue is full (or earlier sends are
 ///   still queued, to keep order) does it copy the datagram into a queued request, freed in its
-///   callback. Queued bytes are bounded by `maximumQueuedSendBytes`.
+///   callback. Queued bytes are bounded by `maximumQueuedSendBytes`;
+/// - after `startBatchingSends()`, `send` copies the datagram into a batch instead, and the batch
+///   leaves with sendmmsg(2), one system call for many datagrams, at the end of the loop
+///   iteration's IO callbacks or just before the loop next waits (so nothing waits longer than
+///   the iteration that sent it), or at once when full. What the kernel does not take (a full
+///   send buffer) goes on through the queued path, in order.
 public final class UDPSocket: HandleOwner {
     /// libuv hands recvmmsg one 64 KiB slice of the receive buffer per datagram.
     public static let receiveSliceBytes = 64 * 1024
@@ -16,6 +21,12 @@ public final class UDPSocket: HandleOwner {
     public static let defaultMaximumQueuedSendBytes = 4 * 1024 * 1024
     /// Largest payload `send` accepts (the IPv4 UDP maximum; the kernel refuses more anyway).
     public static let maximumDatagramBytes = 65_507
+    /// Most datagrams a batching socket holds: one sendmmsg(2) call's worth (a fan-out to a
+    /// 40-member room and its acks fit); a full batch is flushed before the next is added.
+    public static let sendBatchDatagrams = 64
+    /// Most payload bytes a batching socket holds (at least one largest datagram); a datagram
+    /// that does not fit flushes the batch first.
+    public static let sendBatchBytes = 128 * 1024
 
     private var handle: UnsafeMutablePointer<uv_udp_t>?
     private var slab: UnsafeMutableRawBufferPointer?
@@ -23,9 +34,19 @@ public final class UDPSocket: HandleOwner {
     /// Whether the socket is AF_INET6 (IPv4 destinations are then sent as mapped addresses).
     private var isIPv6 = false
     private var onDatagram: ((UnsafeRawBufferPointer, SocketAddress) -> Void)?
+    /// Batched sends (nil until `startBatchingSends()`), flushed by the two loop hooks.
+    private var sendBatch: UDPSendBatch?
+    private var flushHooks: [LoopPhaseHook] = []
+    private var isFlushing = false
 
     /// Receive errors (from the kernel) and failed queued sends; the socket stays open.
     public var onError: ((UVError) -> Void)?
+    /// Batching only: each batched datagram a flush could not send (the kernel refused it, or
+    /// the queued path's bound was reached), after the flush. Nil: reported to `onError`.
+    public var onSendError: ((UVError) -> Void)?
+    /// Batching only: after each flush, the datagrams and payload bytes it handed over (to the
+    /// kernel, or behind a full send buffer to the queued path); refused ones are not included.
+    public var onSendsFlushed: ((_ datagrams: Int, _ bytes: Int) -> Void)?
     /// Called once when the socket has been closed and freed.
     public var onClose: (() -> Void)?
     /// Bound on bytes held by queued sends; `send` throws ENOBUFS past it (the datagram is dropped).
@@ -34,6 +55,10 @@ public final class UDPSocket: HandleOwner {
     /// Counters for metrics.
     public private(set) var datagramsReceived: UInt64 = 0
     public private(set) var datagramsSent: UInt64 = 0
+    /// Payload bytes of `datagramsSent`.
+    public private(set) var bytesSent: UInt64 = 0
+    /// sendmmsg(2) calls that sent datagrams (batching only).
+    public private(set) var sendBatches: UInt64 = 0
     /// Sends that had to be queued because the kernel buffer was full.
     public private(set) var sendsQueued: UInt64 = 0
     /// recvmmsg calls that returned datagrams (datagramsReceived / receiveBatches = batch fill).
@@ -206,34 +231,54 @@ public final class UDPSocket: HandleOwner {
     public func send(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress) throws(UVError) -> Bool {
         // An IPv6 socket reaches IPv4 peers through their mapped address (dual stack).
         let address = isIPv6 ? address.ipv4Mapped : address
-        return try address.withSockAddr { (sockaddr, _) throws(UVError) -> Bool in
-            try transmit(bytes, sockaddr, describing: address)
+        return try address.withSockAddr { (sockaddr, length) throws(UVError) -> Bool in
+            try transmit(bytes, sockaddr, length, describing: address)
         }
     }
 
     /// Sends one datagram to the connected peer (see `connect(to:)`).
     @discardableResult
     public func send(_ bytes: UnsafeRawBufferPointer) throws(UVError) -> Bool {
-        try transmit(bytes, nil, describing: nil)
+        try transmit(bytes, nil, 0, describing: nil)
     }
 
-    private func transmit(_ bytes: UnsafeRawBufferPointer, _ sockaddr: UnsafePointer<sockaddr>?,
+    private func transmit(_ bytes: UnsafeRawBufferPointer, _ sockaddr: UnsafePointer<sockaddr>?, _ length: socklen_t,
                           describing address: SocketAddress?) throws(UVError) -> Bool {
         func failure(_ code: Int32) -> UVError {
             UVError(code: code, operation: address.map { "udp_send \($0)" } ?? "udp_send")
         }
         guard let handle, !isClosing else { throw UVError.closed("udp_send") }
         guard bytes.count <= UDPSocket.maximumDatagramBytes else { throw failure(UVError.messageTooLong) }
+        if let sendBatch {
+            if !sendBatch.hasRoom(for: bytes.count) {
+                flushSends()
+                // A flush reports to callbacks, which may have closed the socket.
+                guard !isClosing else { throw UVError.closed("udp_send") }
+            }
+            sendBatch.append(bytes, to: sockaddr, length: length)
+            return true
+        }
         let base = UnsafeMutablePointer(mutating: bytes.baseAddress?.assumingMemoryBound(to: CChar.self))
         var buffer = uv_buf_init(base, UInt32(bytes.count))
         let sent = queueEverySendForTesting ? UVError.wouldBlock : uv_udp_try_send(handle, &buffer, 1, sockaddr)
         if sent >= 0 {
             datagramsSent &+= 1
+            bytesSent &+= UInt64(bytes.count)
             return true
         }
         guard sent == UVError.wouldBlock else { throw failure(sent) }
+        let queued = enqueue(bytes, sockaddr, on: handle)
+        guard queued == 0 else { throw failure(queued) }
+        return false
+    }
+
+    /// Copies a datagram into a libuv send request behind those already queued (libuv sends it
+    /// when the socket is writable; the request is freed in its callback). Returns 0, or a
+    /// negative error code (ENOBUFS past `maximumQueuedSendBytes`).
+    private func enqueue(_ bytes: UnsafeRawBufferPointer, _ sockaddr: UnsafePointer<sockaddr>?,
+                         on handle: UnsafeMutablePointer<uv_udp_t>) -> Int32 {
         if uv_udp_get_send_queue_size(handle) + bytes.count > maximumQueuedSendBytes {
-            throw failure(UVError.noBufferSpace)
+            return UVError.noBufferSpace
         }
         // The queued request owns a copy of the payload until its callback.
         let header = UDPSocket.requestHeaderBytes
@@ -247,11 +292,99 @@ public final class UDPSocket: HandleOwner {
         let rc = uv_udp_send(request, handle, &copy, 1, sockaddr, udpSent)
         if rc < 0 {
             block.deallocate()
-            throw failure(rc)
+            return rc
         }
         sendsQueued &+= 1
         datagramsSent &+= 1
-        return false
+        bytesSent &+= UInt64(bytes.count)
+        return 0
+    }
+
+    // MARK: batched send
+
+    /// From now on `send` batches (see the type's comment): datagrams sent during one loop
+    /// iteration leave together with sendmmsg(2). `send` then returns true once the datagram
+    /// is copied into the batch and throws only what it can tell at once (closed, too long);
+    /// refusals found at the flush go to `onSendError`, and `onSendsFlushed` counts what left.
+    /// Idempotent. `flushSends()` or `close()` send a pending batch at once.
+    public func startBatchingSends() throws(UVError) {
+        guard let handle, !isClosing else { throw UVError.closed("udp_batch_sends") }
+        guard sendBatch == nil else { return }
+        let loop = handle.pointee.loop!
+        let flush: () -> Void = { [weak self] in self?.flushSends() }
+        let afterIO = try LoopPhaseHook(loop: loop, phase: .afterIO, flush)
+        do {
+            flushHooks = [afterIO, try LoopPhaseHook(loop: loop, phase: .beforeWait, flush)]
+        } catch {
+            afterIO.close()
+            throw error
+        }
+        sendBatch = UDPSendBatch(capacity: UDPSocket.sendBatchDatagrams, payloadCapacity: UDPSocket.sendBatchBytes)
+    }
+
+    /// Whether `send` batches (`startBatchingSends()`).
+    public var isBatchingSends: Bool { sendBatch != nil }
+
+    /// Datagrams waiting in the batch for the next flush.
+    public var batchedSendCount: Int { sendBatch?.count ?? 0 }
+
+    /// Sends the batch now, in order: as many datagrams as the kernel takes through sendmmsg(2),
+    /// then, behind a full send buffer (EAGAIN, ENOBUFS), the rest through the queued path. A
+    /// datagram the kernel refuses for itself (EAFNOSUPPORT, ENETUNREACH...) is reported and
+    /// skipped; the others still go. Reports run after the batch is emptied.
+    public func flushSends() {
+        guard let sendBatch, !sendBatch.isEmpty, !isFlushing else { return }
+        guard let handle else {
+            sendBatch.removeAll()
+            return
+        }
+        isFlushing = true
+        let total = sendBatch.count
+        var next = 0
+        var flushedDatagrams = 0
+        var flushedBytes = 0
+        var failures: [UVError] = []
+        var fd: uv_os_fd_t = -1
+        // Behind datagrams libuv still queues, the batch queues too, to keep order.
+        if !queueEverySendForTesting && uv_udp_get_send_queue_count(handle) == 0
+            && uv_fileno(asHandle(handle), &fd) == 0 {
+            while next < total {
+                let sent = Int(inkuv_sendmmsg(fd, sendBatch.messages + next, UInt32(total - next), 0))
+                if sent > 0 {
+                    for index in next..<(next + sent) { flushedBytes += sendBatch.payload(index).count }
+                    flushedDatagrams += sent
+                    next += sent
+                    sendBatches &+= 1
+                    continue
+                }
+                let code = errno
+                if code == EINTR { continue }
+                if code == EAGAIN || code == EWOULDBLOCK || code == ENOBUFS { break }
+                // sendmmsg reports an error only for the first message it could not send.
+                failures.append(sendFailure(-code, to: sendBatch.destination(next)))
+                next += 1
+            }
+            datagramsSent &+= UInt64(flushedDatagrams)
+            bytesSent &+= UInt64(flushedBytes)
+        }
+        for index in next..<total {
+            let payload = sendBatch.payload(index)
+            let queued = enqueue(payload, sendBatch.destination(index), on: handle)
+            if queued == 0 {
+                flushedDatagrams += 1
+                flushedBytes += payload.count
+            } else {
+                failures.append(sendFailure(queued, to: sendBatch.destination(index)))
+            }
+        }
+        sendBatch.removeAll()
+        isFlushing = false
+        if flushedDatagrams > 0 { onSendsFlushed?(flushedDatagrams, flushedBytes) }
+        for failure in failures { (onSendError ?? onError)?(failure) }
+    }
+
+    private func sendFailure(_ code: Int32, to destination: UnsafePointer<sockaddr>?) -> UVError {
+        UVError(code: code, operation: destination.flatMap { SocketAddress($0) }.map { "udp_send \($0)" } ?? "udp_send")
     }
 
     /// Sends one datagram from an array (see `send(_:to:)` for an unsafe buffer).
@@ -308,7 +441,12 @@ public final class UDPSocket: HandleOwner {
     /// Closes the socket; queued sends are cancelled. Idempotent, safe inside callbacks.
     public func close() {
         guard let handle, !isClosing else { return }
+        // What this iteration batched still leaves, as it would have without batching.
+        flushSends()
+        guard !isClosing else { return }
         isClosing = true
+        for hook in flushHooks { hook.close() }
+        flushHooks = []
         uv_udp_recv_stop(handle)
         closeHandle(asHandle(handle))
     }
@@ -317,10 +455,13 @@ public final class UDPSocket: HandleOwner {
         handle = nil
         slab?.deallocate()
         slab = nil
+        sendBatch = nil
         onDatagram = nil
         let onClose = self.onClose
         self.onClose = nil
         onError = nil
+        onSendError = nil
+        onSendsFlushed = nil
         onClose?()
     }
 }
