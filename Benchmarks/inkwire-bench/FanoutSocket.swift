@@ -80,8 +80,8 @@ final class FanoutSocket: WatcherOutput {
         for i in 0..<FanoutSocket.receiveBatch {
             receiveVectors[i] = iovec(iov_base: receiveSlab + i * FanoutSocket.slotBytes, iov_len: FanoutSocket.slotBytes)
             receiveHeaders[i] = MultiMessage(vector: receiveVectors + i)
-            receiveHeaders[i].header.msg_control = receiveControl + i * FanoutSocket.controlBytes
-            receiveHeaders[i].header.msg_controllen = FanoutSocket.controlBytes
+            receiveHeaders[i].msg_hdr.msg_control = receiveControl + i * FanoutSocket.controlBytes
+            receiveHeaders[i].msg_hdr.msg_controllen = FanoutSocket.controlBytes
         }
         for i in 0..<FanoutSocket.sendBatch {
             sendVectors[i] = iovec(iov_base: sendSlab + i * FanoutSocket.slotBytes, iov_len: 0)
@@ -113,19 +113,19 @@ final class FanoutSocket: WatcherOutput {
         var rounds = 0
         while !closed && rounds < FanoutSocket.maxRoundsPerDrain {
             rounds += 1
-            let n = MultiMessage.receive(fd, receiveHeaders, UInt32(FanoutSocket.receiveBatch), Int32(MSG_DONTWAIT), nil)
+            let n = MultipleMessages.receive(fd, receiveHeaders, UInt32(FanoutSocket.receiveBatch), Int32(MSG_DONTWAIT), nil)
             guard n > 0 else { break }
             for i in 0..<Int(n) {
                 let header = receiveHeaders + i
-                if header.pointee.header.msg_flags & Int32(MSG_TRUNC) != 0 {
+                if header.pointee.msg_hdr.msg_flags & Int32(MSG_TRUNC) != 0 {
                     truncated += 1
                 } else {
-                    let stamp = FanoutSocket.timestamp(header.pointee.header).map { UInt64(max(0, $0 - offset)) } ?? now
-                    onDatagram(UnsafeRawBufferPointer(start: receiveSlab + i * FanoutSocket.slotBytes, count: Int(header.pointee.length)),
+                    let stamp = FanoutSocket.timestamp(header.pointee.msg_hdr).map { UInt64(max(0, $0 - offset)) } ?? now
+                    onDatagram(UnsafeRawBufferPointer(start: receiveSlab + i * FanoutSocket.slotBytes, count: Int(header.pointee.msg_len)),
                                min(stamp, now))
                 }
-                header.pointee.header.msg_flags = 0
-                header.pointee.header.msg_controllen = FanoutSocket.controlBytes
+                header.pointee.msg_hdr.msg_flags = 0
+                header.pointee.msg_hdr.msg_controllen = FanoutSocket.controlBytes
             }
             if Int(n) < FanoutSocket.receiveBatch { break }
         }
@@ -162,7 +162,7 @@ final class FanoutSocket: WatcherOutput {
     func flush() {
         var sent = 0
         while sent < pending && !closed {
-            let n = MultiMessage.send(fd, sendHeaders + sent, UInt32(pending - sent), 0)
+            let n = MultipleMessages.send(fd, sendHeaders + sent, UInt32(pending - sent), 0)
             if n > 0 {
                 sent += Int(n)
             } else if n < 0 && errno == EINTR {
@@ -184,19 +184,13 @@ final class FanoutSocket: WatcherOutput {
     }
 }
 
-/// glibc's `struct mmsghdr` (Swift's Glibc module leaves out the GNU extensions, so the layout
-/// is spelled here: a msghdr, then the datagram length) and the two calls, found with dlsym.
-struct MultiMessage {
-    var header: msghdr
-    var length: UInt32 = 0
+/// One datagram of a sendmmsg/recvmmsg call: InkUV's `MultipleMessageHeader` (glibc's
+/// `struct mmsghdr`, declared by the libuv shim), with the calls in `MultipleMessages`.
+typealias MultiMessage = MultipleMessageHeader
 
+extension MultipleMessageHeader {
     init(vector: UnsafeMutablePointer<iovec>) {
-        header = msghdr(msg_name: nil, msg_namelen: 0, msg_iov: vector, msg_iovlen: 1, msg_control: nil, msg_controllen: 0, msg_flags: 0)
+        self.init()
+        msg_hdr = msghdr(msg_name: nil, msg_namelen: 0, msg_iov: vector, msg_iovlen: 1, msg_control: nil, msg_controllen: 0, msg_flags: 0)
     }
-
-    typealias ReceiveCall = @convention(c) (Int32, UnsafeMutableRawPointer, UInt32, Int32, UnsafeMutableRawPointer?) -> Int32
-    typealias SendCall = @convention(c) (Int32, UnsafeMutableRawPointer, UInt32, Int32) -> Int32
-
-    static let receive: ReceiveCall = unsafeBitCast(dlsym(nil, "recvmmsg"), to: ReceiveCall.self)
-    static let send: SendCall = unsafeBitCast(dlsym(nil, "sendmmsg"), to: SendCall.self)
 }
