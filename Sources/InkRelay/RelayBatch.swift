@@ -110,7 +110,7 @@ extension Relay {
                 }
                 continue
             }
-            pump(s)
+            pump(s, m, room)
         }
     }
 

@@ -105,17 +105,22 @@ extension Relay {
     /// Sends `session` what it may have now: live batches up to the head, or the next sync
     /// chunks within the window. Nothing while its transport pushes back.
     func pump(_ session: SessionID) {
-        guard let m = sessions[session]?.member, !m.blocked else { return }
+        guard let m = sessions[session]?.member, let room = rooms[m.room] else { return }
+        pump(session, m, room)
+    }
+
+    /// `pump` for a member and its room already at hand (the fan-out: no lookups per member).
+    func pump(_ session: SessionID, _ m: MemberState, _ room: RoomState) {
+        guard !m.blocked else { return }
         switch m.mode {
-        case .live: deliverLive(session)
+        case .live: deliverLive(session, m, room)
         case .resync: startCatchUp(session)
         case .syncing: sendChunks(session)
         }
     }
 
     /// From the member's cursor to the head, one `roomBatch` each (its own origin skipped).
-    private func deliverLive(_ session: SessionID) {
-        guard let m = sessions[session]?.member, let room = rooms[m.room] else { return }
+    private func deliverLive(_ session: SessionID, _ m: MemberState, _ room: RoomState) {
         while m.cursor < room.head {
             guard let entry = room.tail.entry(m.cursor + 1) else {
                 // Fell out of the in-memory tail: a sync brings the rest.
@@ -140,7 +145,7 @@ extension Relay {
         }
         if room.head - m.cursor <= limits.maxLiveLag && room.tail.coversAfter(m.cursor) {
             sessions[session]!.member!.mode = .live
-            deliverLive(session)
+            deliverLive(session, m, room)
             return
         }
         beginSync(session, room.tail.coversAfter(m.cursor) ? .tail(after: m.cursor) : .snapshot(firstChunk: 0))

@@ -2,9 +2,16 @@
 import InkCodec
 
 /// One log entry with its decoded batch (so live delivery re-encodes without decoding again).
-struct TailEntry {
-    var record: RelayRecord
-    var batch: Batch
+/// A class: fan-out reads an entry once per member, and a reference is one count where a
+/// copied struct counted every string and array of the record and the batch.
+final class TailEntry {
+    let record: RelayRecord
+    let batch: Batch
+
+    init(record: RelayRecord, batch: Batch) {
+        self.record = record
+        self.batch = batch
+    }
 
     /// What this entry counts against `RelayLimits.tailBytes`.
     var cost: Int { record.payload.count + batch.commands.count * 40 + 64 }
