@@ -25,9 +25,11 @@ struct SentLedger {
     var isEmpty: Bool { head == entries.count }
     var next: SequenceNumber { base.advanced(by: UInt32(count)) }
 
+    /// Read and changed in place: a get/set pair copied the segment out and back for every
+    /// field the send and ack paths touch (a count up and down on its payload each time).
     subscript(offset: Int) -> SentSegment {
-        get { entries[head + offset] }
-        set { entries[head + offset] = newValue }
+        _read { yield entries[head + offset] }
+        _modify { yield &entries[head + offset] }
     }
 
     mutating func append(_ segment: SentSegment) { entries.append(segment) }
