@@ -68,10 +68,22 @@ public enum BinaryBatchDecoder {
         var decoded = 0
         // No symbol marks the end: the batch ends where its bytes do, with the coder back in its
         // initial state (every command's kind symbol moves the state away from it).
-        while !d.isAtEnd {
-            let kind = d.get(.kind(context.kindContext))
-            decoded += 1
-            guard decoded <= Batch.maxCommands else { throw .tooManyCommands }
+        var kind = -1  // a kind symbol already read by a run of moves, else -1
+        while true {
+            if kind < 0 {
+                if d.isAtEnd { break }
+                kind = d.get(.kind(context.kindContext))
+                decoded += 1
+                guard decoded <= Batch.maxCommands else { throw .tooManyCommands }
+            }
+            if kind == BinaryKind.moveNextFrame && context.kindContext == 3 {
+                // The common case has its own loop (BinaryMoveRun); on a copy, so that the coder's
+                // address does not escape here.
+                var run = d
+                kind = try BinaryMoveRun.decode(&run, &context, &decoded, into: &commands)
+                d = run
+                continue
+            }
             let command: TimedCommand
             if kind <= BinaryKind.startEraser && kind != BinaryKind.reserved || kind == BinaryKind.moveNextFrame {
                 command = try decodeSimplePoint(kind, &d, &context)
@@ -83,6 +95,7 @@ public enum BinaryBatchDecoder {
                 d = rare
             }
             commands.append(command)
+            kind = -1
         }
         guard d.isCleanEnd else { throw .corrupt }
         if header == 2 { state.reset() }
@@ -112,7 +125,9 @@ public enum BinaryBatchDecoder {
         }
         let starts = kind == BinaryKind.startPen || kind == BinaryKind.startEraser
         if !starts && !context.isOpen { throw .badField }
-        let (x, y) = try decodeCoordinates(count: starts ? 0 : context.count, timeSymbol: timeSymbol, &d, context)
+        let (x, y) = try decodeCoordinates(
+            count: starts ? 0 : context.count, timeSymbol: timeSymbol, &d, xs: context.xs, ys: context.ys,
+            anchorX: context.anchorX, anchorY: context.anchorY)
         let p: StrokePoint
         if starts {
             p = StrokePoint(
@@ -126,19 +141,23 @@ public enum BinaryBatchDecoder {
     }
 
     /// A point's coordinates: residual symbols, signs and mantissas against the prediction from
-    /// `n` remembered points (0: the anchor).
+    /// `n` remembered points (0: the anchor). Takes the context's points rather than the context:
+    /// a context passed by value was copied field by field on every point.
     @inline(always)
     private static func decodeCoordinates(
-        count n: Int, timeSymbol: Int, _ d: inout RANSDecoder, _ context: StrokeContext
+        count n: Int, timeSymbol: Int, _ d: inout RANSDecoder, xs: (Int32, Int32, Int32), ys: (Int32, Int32, Int32),
+        anchorX: Int32, anchorY: Int32
     ) throws(BinaryCodecError) -> (Int32, Int32) {
         let c = BinaryPrediction.timeClass(timeSymbol)
         let base = BinaryPrediction.residualBase(count: n, timeClass: c)
-        let px = n == 0 ? Int64(context.anchorX) : BinaryPrediction.predict(context.xs, count: n, timeClass: c)
-        let py = n == 0 ? Int64(context.anchorY) : BinaryPrediction.predict(context.ys, count: n, timeClass: c)
+        let px = n == 0 ? Int64(anchorX) : BinaryPrediction.predict(xs, count: n, timeClass: c)
+        let py = n == 0 ? Int64(anchorY) : BinaryPrediction.predict(ys, count: n, timeClass: c)
         let sx = d.get(.residual(base))
         let sy = d.get(.residual(base + 1))
-        var bx = BinaryPrediction.extraBits(sx)
-        var by = BinaryPrediction.extraBits(sy)
+        let mx = d.magnitude(sx)
+        let my = d.magnitude(sy)
+        var bx = Int(truncatingIfNeeded: mx & 0xFF)
+        var by = Int(truncatingIfNeeded: my & 0xFF)
         var signX: UInt64 = 0
         var signY: UInt64 = 0
         let modelledSigns = n < BinaryPrediction.signModelledBelow
@@ -167,8 +186,9 @@ public enum BinaryBatchDecoder {
             ex = ex << 1 | signX
             ey = ey << 1 | signY
         }
-        guard let x = Int32(exactly: px + BinaryPrediction.residual(sx, extra: ex)),
-              let y = Int32(exactly: py + BinaryPrediction.residual(sy, extra: ey)) else { throw .coordinateOutOfRange }
+        // A prediction is an Int32 and a residual below 2^34 in magnitude: no Int64 overflow.
+        guard let x = Int32(exactly: px &+ BinaryPrediction.residual(magnitude: mx, extra: ex)),
+              let y = Int32(exactly: py &+ BinaryPrediction.residual(magnitude: my, extra: ey)) else { throw .coordinateOutOfRange }
         return (x, y)
     }
 
@@ -187,7 +207,9 @@ public enum BinaryBatchDecoder {
             // Canonical form: what a shorter kind expresses must use it.
             if context.isOpen && continues && tool == context.tool { throw .badField }
             if phase == .start && stroke.rawValue == context.stroke.rawValue &+ 1 { throw .badField }
-            let (x, y) = try decodeCoordinates(count: continues ? context.count : 0, timeSymbol: timeSymbol, &d, context)
+            let (x, y) = try decodeCoordinates(
+                count: continues ? context.count : 0, timeSymbol: timeSymbol, &d, xs: context.xs, ys: context.ys,
+                anchorX: context.anchorX, anchorY: context.anchorY)
             let p = StrokePoint(stroke: stroke, tool: tool, phase: phase, x: x, y: y)
             context.record(p, continues: continues)
             return TimedCommand(timeMs: t, command: .point(p))

@@ -58,16 +58,25 @@ public struct BinaryBatchEncoder {
         // registers cost more in copies (the point history shifts every point) than it saved.
         let context = coder.context
         context.pointee = reset ? StrokeContext.initial : state.context(of: batch.author)
-        for timed in batch.commands {
+        let commands = batch.commands
+        var i = 0
+        while i < commands.count {
+            if context.pointee.kindContext == 3 {
+                // The common case, a run of next-frame moves, has its own loop (BinaryMoveRun).
+                coder.reserve(&w, (commands.count - i) * BinaryMoveRun.maxOpsPerPoint)
+                var run = w
+                i = BinaryMoveRun.encode(commands, from: i, &context.pointee, &run)
+                w = run
+                if i == commands.count { break }
+            }
             // Room for one command (an opaque payload reserves its own bytes).
             coder.reserve(&w, RANSEncoder.maxOpsPerCommand)
-            try put(timed, &context.pointee, &w)
+            try put(commands[i], &context.pointee, &w)
+            i += 1
         }
-        let before = out.count
-        coder.finish(w, into: &out)
-        let written = out.count - before
+        let written = coder.finish(w, into: &out)
         guard written <= BinaryBatchCodec.maxBatchBytes else {
-            out.removeSubrange(before...)
+            out.removeSubrange((out.count - written)...)
             throw .batchTooLarge
         }
         if reset { state.reset() }
@@ -191,6 +200,12 @@ public struct BinaryBatchEncoder {
     /// on it), and the frame of `t` (`UInt64.max` when off the grid).
     @inline(always)
     private func timeSymbolFor(_ t: UInt64, _ context: StrokeContext) -> (Int, UInt64) {
+        // Most commands come one frame after the previous one: that check needs one division,
+        // the general case two (a previous time off the grid wraps `nextFrame` to 0).
+        let nextFrame = context.frame &+ 1
+        if nextFrame != 0 && t == BinaryPrediction.gridTime(nextFrame) && t < BinaryPrediction.gridLimitMs {
+            return (1, nextFrame)
+        }
         guard BinaryPrediction.isOnGrid(t) else { return (BinaryPrediction.offGridSymbol, UInt64.max) }
         let frame = BinaryPrediction.frame(t)
         guard context.frame != UInt64.max, t >= context.timeMs else { return (BinaryPrediction.offGridSymbol, frame) }

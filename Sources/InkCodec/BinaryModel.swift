@@ -51,10 +51,10 @@ struct RANSEncSymbol {
 /// reference (no retain/release per batch).
 struct BinaryModelPointers: @unchecked Sendable {
     let enc: UnsafeMutablePointer<RANSEncSymbol>
-    let lut: UnsafeMutablePointer<UInt8>
-    let freqStart: UnsafeMutablePointer<UInt32>
-    static let shared = BinaryModelPointers(
-        enc: BinaryModel.shared.enc, lut: BinaryModel.shared.lut, freqStart: BinaryModel.shared.freqStart)
+    /// The decoder's tables behind one pointer (one register in the decode loop): per global
+    /// symbol its `freqStart` word from offset 0, the slot-to-symbol `lut` from `lutOffset`.
+    let dec: UnsafeRawPointer
+    static let shared = BinaryModelPointers(enc: BinaryModel.shared.enc, dec: UnsafeRawPointer(BinaryModel.shared.freqStart))
 }
 
 /// The flattened tables. Built once, never freed (it lives as long as the process).
@@ -77,6 +77,11 @@ final class BinaryModel: @unchecked Sendable {
     let lut: UnsafeMutablePointer<UInt8>
     /// Per global symbol: frequency (bits 0-15) and start (bits 16-31), one load for the decoder.
     let freqStart: UnsafeMutablePointer<UInt32>
+    /// Byte offset of `lut` after `freqStart` in their shared buffer (room for 3072 symbols).
+    static let lutOffset = 1 << 14
+    /// Byte offset of the residual magnitude table in that buffer, after `freqStart`: per
+    /// magnitude symbol one word, its smallest magnitude << 8 | its count of extra raw bits.
+    static let magnitudeOffset = 3 << 12
 
     private init() {
         let rows: [[UInt16]] = BinaryTables.header + BinaryTables.kind + BinaryTables.time + BinaryTables.residual
@@ -101,8 +106,18 @@ final class BinaryModel: @unchecked Sendable {
         start = .allocate(capacity: n)
         freq = .allocate(capacity: n)
         enc = .allocate(capacity: n)
-        freqStart = .allocate(capacity: n)
-        lut = .allocate(capacity: rows.count * Int(BinaryModel.total))
+        precondition(n * 4 <= BinaryModel.magnitudeOffset, "freqStart fits before the magnitudes")
+        precondition(BinaryModel.magnitudeOffset + 8 * BinaryTable.residualAlphabet <= BinaryModel.lutOffset)
+        let decoderTables = UnsafeMutableRawPointer.allocate(
+            byteCount: BinaryModel.lutOffset + rows.count * Int(BinaryModel.total), alignment: 64)
+        freqStart = decoderTables.bindMemory(to: UInt32.self, capacity: n)
+        lut = (decoderTables + BinaryModel.lutOffset).bindMemory(to: UInt8.self, capacity: rows.count * Int(BinaryModel.total))
+        let magnitudes = (decoderTables + BinaryModel.magnitudeOffset)
+            .bindMemory(to: UInt64.self, capacity: BinaryTable.residualAlphabet)
+        for symbol in 0..<BinaryTable.residualAlphabet {
+            let smallest = BinaryPrediction.residual(symbol, extra: 0)
+            magnitudes[symbol] = UInt64(smallest) << 8 | UInt64(BinaryPrediction.extraBits(symbol))
+        }
         let scale = BinaryModel.scaleBits
         let l = RANSConstants.lowerBound
         for (t, row) in rows.enumerated() {

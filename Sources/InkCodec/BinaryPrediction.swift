@@ -52,7 +52,7 @@ enum BinaryPrediction {
     /// The residual table for a point: starts use tables 0/1, continued strokes 2...19.
     @inline(__always)
     static func residualBase(count: Int, timeClass c: Int) -> Int {
-        count == 0 ? 0 : 2 + ((count - 1) * 3 + c) * 2
+        count == 0 ? 0 : 2 &+ ((count &- 1) &* 3 &+ c) &* 2
     }
 
     /// Maps a residual to its magnitude symbol, and the extra raw bits that follow it
@@ -88,6 +88,14 @@ enum BinaryPrediction {
         }
         // The sign without a branch: it is a coin toss, and a mispredicted branch per coordinate
         // cost more than the arithmetic (speed, codec-speed helper).
+        let negative = -Int64(bitPattern: extra & 1)
+        return (Int64(bitPattern: a) ^ negative) &- negative
+    }
+
+    /// `residual(symbol, extra:)` given the symbol's magnitude word (`RANSDecoder.magnitude`).
+    @inline(__always)
+    static func residual(magnitude m: UInt64, extra: UInt64) -> Int64 {
+        let a = (m >> 8) | (extra >> 1)
         let negative = -Int64(bitPattern: extra & 1)
         return (Int64(bitPattern: a) ^ negative) &- negative
     }

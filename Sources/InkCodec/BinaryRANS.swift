@@ -151,8 +151,10 @@ final class RANSEncoder {
     func putUInt(_ value: UInt64) { reserve(&pending, 4); pending.putUInt(value) }
     func finish(into out: inout [UInt8]) { finish(pending, into: &out) }
 
-    /// Codes the writer's ops and appends the batch's bytes to `out`.
-    func finish(_ w: RANSOpWriter, into out: inout [UInt8]) {
+    /// Codes the writer's ops, appends the batch's bytes to `out` and returns their count (the
+    /// caller need not read `out.count`, an uninlined call in a large caller).
+    @discardableResult
+    func finish(_ w: RANSOpWriter, into out: inout [UInt8]) -> Int {
         let opCount = w.count
         if emittedCapacity < 3 * opCount + 8 {
             emitted.deallocate()
@@ -199,21 +201,23 @@ final class RANSEncoder {
             emitted[position] = UInt8(truncatingIfNeeded: x)
             x >>= 8
         }
-        out.append(contentsOf: UnsafeBufferPointer(start: emitted + position, count: emittedCapacity - position))
+        let written = emittedCapacity &- position
+        out.append(contentsOf: UnsafeBufferPointer(start: emitted + position, count: written))
+        return written
     }
 }
 
 /// Decodes what `RANSEncoder` wrote. Never reads outside `bytes`; every error is reported by the
 /// caller's structural checks and the final-state check in `isCleanEnd`.
 struct RANSDecoder {
-    // Plain pointer and count rather than a buffer pointer: the hot loop then needs no
-    // standard-library accessor (left uninlined in large functions, a call per byte).
+    // Plain pointers rather than a buffer pointer: the hot loop then needs no standard-library
+    // accessor (left uninlined in large functions, a call per byte). The next byte and the end
+    // (not a base, a count and a position), and one pointer for both decoder tables: fewer
+    // registers, so the coder state stays in one through the batch decoder's loop.
     private var x: UInt64
-    private let bytes: UnsafePointer<UInt8>
-    private let count: Int
-    private var position: Int
-    private let lut: UnsafeMutablePointer<UInt8>
-    private let freqStart: UnsafeMutablePointer<UInt32>
+    private var next: UnsafePointer<UInt8>
+    private let end: UnsafePointer<UInt8>
+    private let tables: UnsafeRawPointer
     /// False once the input holds bytes where no encoder would have put them.
     private var isCanonical = true
 
@@ -223,11 +227,8 @@ struct RANSDecoder {
         guard let start = raw.baseAddress, raw.count > 0 else { return nil }
         let bytes = start.assumingMemoryBound(to: UInt8.self)
         let count = raw.count
-        self.bytes = bytes
-        self.count = count
-        let model = BinaryModelPointers.shared
-        lut = model.lut
-        freqStart = model.freqStart
+        end = bytes + count
+        tables = BinaryModelPointers.shared.dec
         let stateBytes = count <= 4 ? count : 4
         var x: UInt64 = 0
         if stateBytes == 4 {
@@ -240,7 +241,7 @@ struct RANSDecoder {
         guard x != 0, bytes[0] != 0 || count > 4 else { return nil }
         guard count <= 4 || x >= UInt64(RANSConstants.lowerBound) else { return nil }
         self.x = x
-        position = stateBytes
+        next = bytes + stateBytes
     }
 
     /// Reads bytes while the state is below the bound and input remains. `xMax` is the
@@ -249,13 +250,13 @@ struct RANSDecoder {
     /// or above that threshold after the first byte read here, or these bytes are not canonical.
     @inline(always)
     private mutating func renormalise(xMax: UInt64) {
-        guard x < UInt64(RANSConstants.lowerBound) && position < count else { return }
-        x = x << 8 | UInt64(bytes[position])
-        position &+= 1
+        guard x < UInt64(RANSConstants.lowerBound) && next < end else { return }
+        x = x << 8 | UInt64(next.pointee)
+        next += 1
         let first = x
-        while x < UInt64(RANSConstants.lowerBound) && position < count {
-            x = x << 8 | UInt64(bytes[position])
-            position &+= 1
+        while x < UInt64(RANSConstants.lowerBound) && next < end {
+            x = x << 8 | UInt64(next.pointee)
+            next += 1
         }
         if x < UInt64(RANSConstants.lowerBound) && first < xMax { isCanonical = false }
     }
@@ -263,11 +264,19 @@ struct RANSDecoder {
     @inline(always)
     mutating func get(_ table: BinaryTable) -> Int {
         let slot = Int(truncatingIfNeeded: x) & Int(BinaryModel.total - 1)
-        let symbol = Int(truncatingIfNeeded: lut[table.id &* Int(BinaryModel.total) &+ slot])
-        let fs = UInt64(freqStart[table.base &+ symbol])
+        let symbol = Int(truncatingIfNeeded: tables.load(
+            fromByteOffset: BinaryModel.lutOffset &+ table.id &* Int(BinaryModel.total) &+ slot, as: UInt8.self))
+        let fs = UInt64(tables.load(fromByteOffset: (table.base &+ symbol) &* 4, as: UInt32.self))
         x = (fs & 0xFFFF) &* (x >> UInt64(BinaryModel.scaleBits)) &+ UInt64(slot) &- (fs >> 16)
         renormalise(xMax: (fs & 0xFFFF) << (32 - UInt64(BinaryModel.scaleBits)))
         return symbol
+    }
+
+    /// A residual magnitude symbol's smallest magnitude << 8 | its count of extra raw bits
+    /// (`BinaryPrediction.extraBits`): one load instead of the arithmetic.
+    @inline(always)
+    func magnitude(_ symbol: Int) -> UInt64 {
+        tables.load(fromByteOffset: BinaryModel.magnitudeOffset &+ symbol &* 8, as: UInt64.self)
     }
 
     /// Reads `count` (0...23) raw bits.
@@ -323,8 +332,8 @@ struct RANSDecoder {
 
     /// True when every byte was consumed and the state is back where the encoder began: the end
     /// of the batch (no op that has a successor can leave the state there, see `BinaryBatchDecoder`).
-    var isAtEnd: Bool { position == count && x == RANSConstants.initialState }
+    var isAtEnd: Bool { next == end && x == RANSConstants.initialState }
 
     /// `isAtEnd`, and every byte was where an encoder would have put it.
-    var isCleanEnd: Bool { position == count && x == RANSConstants.initialState && isCanonical }
+    var isCleanEnd: Bool { next == end && x == RANSConstants.initialState && isCanonical }
 }
