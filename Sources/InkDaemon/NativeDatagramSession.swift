@@ -56,7 +56,8 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
 
     // MARK: input
 
-    func receive(_ datagram: [UInt8], from peer: SocketAddress) {
+    /// One datagram, read in place (valid only during this call).
+    func receive(_ datagram: UnsafeRawBufferPointer, from peer: SocketAddress) {
         guard !ended else { return }
         if peer != address {
             // Only a datagram the ARQ would accept may move the session.
@@ -256,7 +257,7 @@ struct PathBudget {
 
     func allowsProbe(_ size: Int) -> Bool { validated || sent + size <= received * PathBudget.probeAmplificationFactor }
 
-    mutating func noteReceived(_ datagram: [UInt8], frame: Frame?) {
+    mutating func noteReceived(_ datagram: UnsafeRawBufferPointer, frame: Frame?) {
         received += datagram.count
         guard !validated, let ack = (frame ?? (try? FrameCodec.decode(datagram)))?.ack else { return }
         if sentTimestamps.contains(ack.echoedTimestamp) {

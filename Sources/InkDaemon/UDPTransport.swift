@@ -72,16 +72,17 @@ final class UDPTransport {
             metrics.errors(kind: "oversized_datagram").increment()
             return
         }
-        let bytes = Array(buffer)
-        guard let connectionID = FrameCodec.connectionID(of: bytes) else {
+        // The datagram is read where the socket left it: nothing is copied but what the ARQ
+        // keeps (segment payloads), so the acks that make up half the traffic allocate nothing.
+        guard let connectionID = FrameCodec.connectionID(of: buffer) else {
             metrics.errors(kind: "garbage_datagram").increment()
             return
         }
         if let session = sessions[connectionID] {
-            session.receive(bytes, from: peer)
+            session.receive(buffer, from: peer)
             return
         }
-        guard let frame = try? FrameCodec.decode(bytes), frame.kind == .data else {
+        guard let frame = try? FrameCodec.decode(buffer), frame.kind == .data else {
             metrics.errors(kind: "garbage_datagram").increment()
             return
         }
@@ -102,7 +103,7 @@ final class UDPTransport {
         sessions[connectionID] = session
         metrics.sessions.labels("udp").add(1)
         session.start()
-        session.receive(bytes, from: peer)
+        session.receive(buffer, from: peer)
     }
 
     /// Sends one datagram of a session (batched: it leaves by the end of this loop iteration;

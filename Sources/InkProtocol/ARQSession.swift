@@ -183,6 +183,13 @@ public final class ARQSession: DatagramEndpoint {
     // MARK: DatagramEndpoint
 
     public func handleDatagram(_ datagram: [UInt8], now: Instant) {
+        datagram.withUnsafeBytes { handleDatagram($0, now: now) }
+    }
+
+    /// `handleDatagram` of borrowed memory (a received datagram in the socket's buffer):
+    /// nothing is copied but the segment payloads kept for delivery, so a datagram of
+    /// acknowledgements alone allocates nothing.
+    public func handleDatagram(_ datagram: UnsafeRawBufferPointer, now: Instant) {
         counters.datagramsReceived += 1
         counters.bytesReceived += datagram.count
         guard !failed, !closed else { return }
@@ -213,8 +220,11 @@ public final class ARQSession: DatagramEndpoint {
             isNewest = true
         }
         for x in frame.extensions where x.type == FrameExtension.maxAckDelayType {
-            var r = ByteReader(x.value, end: x.value.count)
-            if let micros = try? r.readVarint() {
+            let value = x.value.withUnsafeBytes { raw in
+                var r = ByteReader(raw, end: raw.count)
+                return try? r.readVarint()
+            }
+            if let micros = value {
                 peerMaxAckDelay = min(Instant.Duration(microseconds: micros), configuration.maxRTO)
             }
         }

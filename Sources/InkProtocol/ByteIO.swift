@@ -34,15 +34,19 @@ struct ByteWriter {
 }
 
 /// Reads what `ByteWriter` writes from a bounded slice; short or overlong input is a typed error.
+///
+/// It reads borrowed memory (a received datagram in the socket's buffer, or an array's
+/// storage) without copying it: only valid inside the scope that lent the bytes.
 struct ByteReader {
-    let bytes: [UInt8]
+    let bytes: UnsafeRawBufferPointer
     var index: Int
     let end: Int
 
-    init(_ bytes: [UInt8], end: Int) {
+    init(_ bytes: UnsafeRawBufferPointer, end: Int) {
         self.bytes = bytes
         self.index = 0
-        self.end = end
+        // Never past the memory lent, whatever the caller computed.
+        self.end = min(max(end, 0), bytes.count)
     }
 
     var remaining: Int { end - index }
@@ -77,10 +81,12 @@ struct ByteReader {
         return UInt32(v)
     }
 
+    /// `n` bytes copied out: the one place a reader allocates, for bytes that outlive the
+    /// lent memory (a segment's payload, an extension's value).
     mutating func readBytes(_ n: Int) throws(FrameError) -> [UInt8] {
         guard n >= 0, end - index >= n else { throw .truncated }
         defer { index += n }
-        return Array(bytes[index..<index + n])
+        return Array(UnsafeRawBufferPointer(rebasing: bytes[index..<index + n]))
     }
 }
 
@@ -97,7 +103,8 @@ enum LEB128 {
     }
 
     /// Decodes at `index` (advanced past what was read) without reading at or beyond `end`.
-    static func decode(_ bytes: [UInt8], at index: inout Int, end: Int, maxBytes: Int) -> Outcome {
+    static func decode<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes, at index: inout Int, end: Int, maxBytes: Int) -> Outcome
+    where Bytes.Index == Int {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         for count in 0..<maxBytes {

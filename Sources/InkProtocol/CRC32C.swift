@@ -30,6 +30,11 @@ public enum CRC32C {
         return Array(bytes).withUnsafeBufferPointer { update(crc, buffer: $0) }
     }
 
+    /// The CRC-32C of borrowed memory (a received datagram), without copying it.
+    public static func checksum(_ raw: UnsafeRawBufferPointer) -> UInt32 {
+        raw.withMemoryRebound(to: UInt8.self) { update(0, buffer: $0) }
+    }
+
     private static func update(_ crc: UInt32, buffer: UnsafeBufferPointer<UInt8>) -> UInt32 {
         var c = ~crc
         var i = 0

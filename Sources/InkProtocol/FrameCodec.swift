@@ -116,6 +116,11 @@ public enum FrameCodec {
 
     /// Cheap peek used to route a datagram to its session before a full decode.
     public static func connectionID(of datagram: [UInt8]) -> UInt64? {
+        datagram.withUnsafeBytes { connectionID(of: $0) }
+    }
+
+    /// `connectionID(of:)` of borrowed memory (a received datagram), without copying it.
+    public static func connectionID(of datagram: UnsafeRawBufferPointer) -> UInt64? {
         guard datagram.count >= minFrameBytes, datagram.count <= maxFrameBytes else { return nil }
         var r = ByteReader(datagram, end: datagram.count - checksumBytes)
         r.index = 2
@@ -123,13 +128,23 @@ public enum FrameCodec {
     }
 
     public static func decode(_ datagram: [UInt8]) throws(FrameError) -> Frame {
+        let result = datagram.withUnsafeBytes { raw -> Result<Frame, FrameError> in
+            do throws(FrameError) { return .success(try decode(raw)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Decodes borrowed memory (a received datagram in the socket's buffer) without copying
+    /// it: a frame of acknowledgements alone allocates nothing; only segment payloads and
+    /// extension values (which outlive the call) are copied out.
+    public static func decode(_ datagram: UnsafeRawBufferPointer) throws(FrameError) -> Frame {
         guard datagram.count <= maxFrameBytes else { throw .tooLarge(datagram.count) }
         guard datagram.count >= minFrameBytes else { throw .truncated }
         let bodyEnd = datagram.count - checksumBytes
         var r = ByteReader(datagram, end: datagram.count)
         r.index = bodyEnd
         let stored = try r.readU32()
-        guard CRC32C.checksum(datagram[0..<bodyEnd]) == stored else { throw .badChecksum }
+        guard CRC32C.checksum(UnsafeRawBufferPointer(rebasing: datagram[0..<bodyEnd])) == stored else { throw .badChecksum }
 
         r = ByteReader(datagram, end: bodyEnd)
         let typeByte = try r.readU8()
