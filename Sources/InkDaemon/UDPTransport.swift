@@ -10,7 +10,10 @@ import InkUV
 /// sessions. Anything else is dropped and counted; no reply goes to an unknown sender.
 final class UDPTransport {
     let socket: UDPSocket
-    unowned let daemon: Daemon
+    /// Held without reference counting, like `NativeDatagramSession` does: the daemon owns
+    /// and closes its transports, and a counted unowned reference cost an atomic retain and a
+    /// slow-path release (the daemon has weak references) at every use, several a datagram.
+    unowned(unsafe) let daemon: Daemon
     /// Every session's ARQ deadline, on one loop timer.
     let timers: SessionTimers
     private(set) var sessions: [UInt64: NativeDatagramSession] = [:]
@@ -65,17 +68,16 @@ final class UDPTransport {
     var sessionCount: Int { sessions.count }
 
     private func receive(_ buffer: UnsafeRawBufferPointer, from peer: SocketAddress) {
-        let metrics = daemon.metrics
         datagramsReceived.increment()
         bytesReceived.increment(by: UInt64(buffer.count))
         guard buffer.count <= daemon.config.limits.maxDatagramBytes else {
-            metrics.errors(kind: "oversized_datagram").increment()
+            daemon.metrics.errors(kind: "oversized_datagram").increment()
             return
         }
         // The datagram is read where the socket left it: nothing is copied but what the ARQ
         // keeps (segment payloads), so the acks that make up half the traffic allocate nothing.
         guard let connectionID = FrameCodec.connectionID(of: buffer) else {
-            metrics.errors(kind: "garbage_datagram").increment()
+            daemon.metrics.errors(kind: "garbage_datagram").increment()
             return
         }
         if let session = sessions[connectionID] {
@@ -83,25 +85,25 @@ final class UDPTransport {
             return
         }
         guard let frame = try? FrameCodec.decode(buffer), frame.kind == .data else {
-            metrics.errors(kind: "garbage_datagram").increment()
+            daemon.metrics.errors(kind: "garbage_datagram").increment()
             return
         }
         guard !recentlyClosed.contains(connectionID) else {
-            metrics.errors(kind: "closed_session_datagram").increment()
+            daemon.metrics.errors(kind: "closed_session_datagram").increment()
             return
         }
         guard sessions.count < daemon.config.limits.maxSessions else {
-            metrics.errors(kind: "too_many_sessions").increment()
+            daemon.metrics.errors(kind: "too_many_sessions").increment()
             return
         }
         newSessionRate.perSecond = daemon.config.limits.newSessionsPerSecond
         guard newSessionRate.allow(peer, nowMicroseconds: daemon.loop.now) else {
-            metrics.errors(kind: "session_rate_limited").increment()
+            daemon.metrics.errors(kind: "session_rate_limited").increment()
             return
         }
         let session = NativeDatagramSession(connectionID: connectionID, address: peer, transport: self)
         sessions[connectionID] = session
-        metrics.sessions.labels("udp").add(1)
+        daemon.metrics.sessions.labels("udp").add(1)
         session.start()
         session.receive(buffer, from: peer)
     }
