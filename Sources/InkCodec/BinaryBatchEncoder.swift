@@ -17,6 +17,14 @@ public enum BinaryBatchCodec {
     /// Largest payload of an unknown-kind command, in bytes.
     public static let maxOpaqueBytes = 1 << 16
 
+    /// Most bytes a batch of `commands` commands without opaque ones encodes to: each command
+    /// puts at most `RANSEncoder.maxOpsPerCommand` ops (the header counts as one), each op
+    /// emits at most 3 bytes, plus the final state's 4. An opaque command adds at most its
+    /// payload's byte count (a raw 8-bit op emits at most one byte).
+    public static func maxEncodedBytes(commands: Int) -> Int {
+        (commands + 1) * RANSEncoder.maxOpsPerCommand * 3 + 4
+    }
+
     /// Encodes `batch` against `state` and advances `state`. With `selfContained` the batch
     /// resets the state first, so it decodes with a fresh `BinaryCodecState`.
     /// On error `state` is unchanged.
@@ -42,6 +50,41 @@ public struct BinaryBatchEncoder {
     public mutating func encode(
         _ batch: Batch, state: inout BinaryCodecState, selfContained: Bool = false, into out: inout [UInt8]
     ) throws(BinaryCodecError) -> Int {
+        let bytes = try code(batch, state: &state, selfContained: selfContained)
+        out.append(contentsOf: bytes)
+        commit(batch.author, to: &state, selfContained: selfContained)
+        return bytes.count
+    }
+
+    /// Writes the encoding of `batch` at the start of `buffer` and advances `state`; returns the
+    /// byte count. The path of a sender that fills its own datagram or chunk buffer: no array.
+    /// Throws `batchTooLarge` when the bytes do not fit `buffer` (a buffer of
+    /// `BinaryBatchCodec.maxEncodedBytes(commands:)` bytes always fits a batch without opaque
+    /// commands). On error neither `state` nor `buffer` changes.
+    public mutating func encode(
+        _ batch: Batch, state: inout BinaryCodecState, selfContained: Bool = false,
+        into buffer: UnsafeMutableRawBufferPointer
+    ) throws(BinaryCodecError) -> Int {
+        let bytes = try code(batch, state: &state, selfContained: selfContained)
+        guard bytes.count <= buffer.count, let destination = buffer.baseAddress else { throw .batchTooLarge }
+        destination.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+        commit(batch.author, to: &state, selfContained: selfContained)
+        return bytes.count
+    }
+
+    /// Advances `state` past the batch just coded (its author's context is in `coder.context`).
+    @inline(always)
+    private func commit(_ author: AuthorID, to state: inout BinaryCodecState, selfContained: Bool) {
+        if selfContained { state.reset() }
+        state.commit(coder.context.pointee, author: author)
+    }
+
+    /// Codes `batch` against `state` without changing it (inout only to avoid a copy); returns the bytes (in the coder's
+    /// scratch memory) and leaves the author's new context in `coder.context`.
+    @inline(always)
+    private func code(
+        _ batch: Batch, state: inout BinaryCodecState, selfContained: Bool
+    ) throws(BinaryCodecError) -> UnsafeBufferPointer<UInt8> {
         guard batch.commands.count <= Batch.maxCommands else { throw .tooManyCommands }
         var w = coder.begin(reserving: RANSEncoder.maxOpsPerCommand)
         let reset = selfContained
@@ -74,14 +117,9 @@ public struct BinaryBatchEncoder {
             try put(commands[i], &context.pointee, &w)
             i += 1
         }
-        let written = coder.finish(w, into: &out)
-        guard written <= BinaryBatchCodec.maxBatchBytes else {
-            out.removeSubrange((out.count - written)...)
-            throw .batchTooLarge
-        }
-        if reset { state.reset() }
-        state.commit(context.pointee, author: batch.author)
-        return written
+        let bytes = coder.finish(w)
+        guard bytes.count <= BinaryBatchCodec.maxBatchBytes else { throw .batchTooLarge }
+        return bytes
     }
 
     @inline(always)

@@ -149,12 +149,15 @@ final class RANSEncoder {
     func putBits(_ value: UInt64, _ count: Int) { reserve(&pending, 1); pending.putBits(value, count) }
     func putWideBits(_ value: UInt64, _ count: Int) { reserve(&pending, 3); pending.putWideBits(value, count) }
     func putUInt(_ value: UInt64) { reserve(&pending, 4); pending.putUInt(value) }
-    func finish(into out: inout [UInt8]) { finish(pending, into: &out) }
+    func finish(into out: inout [UInt8]) {
+        let bytes = finish(pending)
+        out.append(contentsOf: bytes)
+    }
 
-    /// Codes the writer's ops, appends the batch's bytes to `out` and returns their count (the
-    /// caller need not read `out.count`, an uninlined call in a large caller).
-    @discardableResult
-    func finish(_ w: RANSOpWriter, into out: inout [UInt8]) -> Int {
+    /// Codes the writer's ops; returns the batch's bytes, in this encoder's scratch memory (valid
+    /// until its next `finish`). The caller copies them where it wants them: into an array, or
+    /// straight into its own buffer.
+    func finish(_ w: RANSOpWriter) -> UnsafeBufferPointer<UInt8> {
         let opCount = w.count
         if emittedCapacity < 3 * opCount + 8 {
             emitted.deallocate()
@@ -190,20 +193,13 @@ final class RANSEncoder {
                 x = x &+ s.bias &+ q &* s.cmplFreq
             }
         }
-        // The final state, big-endian: 4 bytes when bytes follow, else as few as needed.
-        var stateBytes = 4
-        if position == emittedCapacity {
-            stateBytes = 1
-            while stateBytes < 4 && x >> (8 * UInt32(stateBytes)) != 0 { stateBytes += 1 }
-        }
-        for _ in 0..<stateBytes {
-            position &-= 1
-            emitted[position] = UInt8(truncatingIfNeeded: x)
-            x >>= 8
-        }
-        let written = emittedCapacity &- position
-        out.append(contentsOf: UnsafeBufferPointer(start: emitted + position, count: written))
-        return written
+        // The final state, big-endian: 4 bytes when bytes follow, else as few as needed (x is
+        // never 0). One 4-byte store either way: the buffer has room for it below `position`
+        // (3 bytes an op at most, 8 spare), and a short state's leading zero bytes are cut off.
+        let stateBytes = position == emittedCapacity ? (32 &- x.leadingZeroBitCount &+ 7) >> 3 : 4
+        UnsafeMutableRawPointer(emitted + position).storeBytes(of: x.bigEndian, toByteOffset: -4, as: UInt32.self)
+        position &-= stateBytes
+        return UnsafeBufferPointer(start: emitted + position, count: emittedCapacity &- position)
     }
 }
 
