@@ -99,7 +99,7 @@ public enum BinaryBatchDecoder {
         }
         guard d.isCleanEnd else { throw .corrupt }
         if header == 2 { state.reset() }
-        state.commit(context, author: author)
+        state.commit(contextAt: &context, author: author)
         return author
     }
 

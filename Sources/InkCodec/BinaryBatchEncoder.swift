@@ -76,7 +76,7 @@ public struct BinaryBatchEncoder {
     @inline(always)
     private func commit(_ author: AuthorID, to state: inout BinaryCodecState, selfContained: Bool) {
         if selfContained { state.reset() }
-        state.commit(coder.context.pointee, author: author)
+        state.commit(contextAt: coder.context, author: author)
     }
 
     /// Codes `batch` against `state` without changing it (inout only to avoid a copy); returns the bytes (in the coder's
@@ -100,7 +100,11 @@ public struct BinaryBatchEncoder {
         // The context lives in the coder's memory, not in registers: a loop-carried context in
         // registers cost more in copies (the point history shifts every point) than it saved.
         let context = coder.context
-        context.pointee = reset ? StrokeContext.initial : state.context(of: batch.author)
+        if reset {
+            context.pointee = StrokeContext.initial
+        } else {
+            state.copyContext(of: batch.author, to: context)
+        }
         let commands = batch.commands
         var i = 0
         while i < commands.count {

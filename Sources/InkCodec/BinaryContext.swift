@@ -116,6 +116,17 @@ public struct BinaryCodecState: Sendable {
         return otherContext(of: author)
     }
 
+    /// `context(of:)` written straight to `p`: a returned context took a detour through the
+    /// stack (two copies of its 72 bytes a batch instead of one).
+    @inline(__always)
+    func copyContext(of author: AuthorID, to p: UnsafeMutablePointer<StrokeContext>) {
+        if hasCurrent && currentAuthor == author {
+            p.pointee = currentContext
+        } else {
+            p.pointee = otherContext(of: author)
+        }
+    }
+
     @inline(never)
     private func otherContext(of author: AuthorID) -> StrokeContext {
         others[author] ?? .initial
@@ -133,6 +144,16 @@ public struct BinaryCodecState: Sendable {
             currentContext = context
         } else {
             switchAuthor(to: author, context)
+        }
+    }
+
+    /// `commit` of the context at `p`, read from there only on the path that stores it.
+    @inline(__always)
+    mutating func commit(contextAt p: UnsafePointer<StrokeContext>, author: AuthorID) {
+        if hasCurrent && currentAuthor == author {
+            currentContext = p.pointee
+        } else {
+            switchAuthor(to: author, p.pointee)
         }
     }
 
