@@ -46,25 +46,39 @@ public enum BinaryBatchDecoder {
         _ bytes: UnsafeRawBufferPointer, state: inout BinaryCodecState, into commands: inout [TimedCommand]
     ) throws(BinaryCodecError) -> AuthorID {
         guard !bytes.isEmpty, bytes.count <= BinaryBatchCodec.maxBatchBytes else { throw .badLength(bytes.count) }
-        guard var d = RANSDecoder(bytes) else { throw .badState }
+        guard var d = RANSDecoder(bytes, tables: state.model.dec) else { throw .badState }
         let header = d.get(.header)
         let author: AuthorID
-        var context: StrokeContext
         switch header {
         case 0:
             guard let last = state.lastAuthor else { throw .missingContext }
             author = last
-            context = state.context(of: author)
         case 1, 2:
             guard let raw = d.getUInt(), raw <= UInt64(UInt32.max) else { throw .badField }
             author = AuthorID(UInt32(raw))
             // Canonical form: the previous batch's author is never named again.
             if header == 1 && state.lastAuthor == author { throw .badField }
-            context = header == 2 ? .initial : state.context(of: author)
         default:
             throw .unsupportedHeader(header)
         }
-        var opaqueBudget = UInt64(bytes.count)
+        // The context is copied straight from the state into this variable and committed from
+        // it (a returned context took a detour through a stack temporary).
+        var context = StrokeContext()
+        if header != 2 { state.copyContext(of: author, to: &context) }
+        try decodeCommands(&d, bytes.count, &context, into: &commands)
+        if header == 2 { state.reset() }
+        state.commit(contextAt: &context, author: author)
+        return author
+    }
+
+    /// The batch's commands after its header, against the author's context at `context`.
+    @inline(always)
+    private static func decodeCommands(
+        _ coder: inout RANSDecoder, _ byteCount: Int, _ context: inout StrokeContext,
+        into commands: inout [TimedCommand]
+    ) throws(BinaryCodecError) {
+        var d = coder
+        var opaqueBudget = UInt64(byteCount)
         var decoded = 0
         // No symbol marks the end: the batch ends where its bytes do, with the coder back in its
         // initial state (every command's kind symbol moves the state away from it).
@@ -98,9 +112,7 @@ public enum BinaryBatchDecoder {
             kind = -1
         }
         guard d.isCleanEnd else { throw .corrupt }
-        if header == 2 { state.reset() }
-        state.commit(contextAt: &context, author: author)
-        return author
+        coder = d
     }
 
     /// The points that need no stroke id (kinds 1, 2, 15: a move or end of the open stroke;

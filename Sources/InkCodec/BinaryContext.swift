@@ -105,6 +105,8 @@ public struct BinaryCodecState: Sendable {
     private var currentContext = StrokeContext.initial
     /// Every other author's context.
     private var others: [AuthorID: StrokeContext] = [:]
+    /// The model's tables, fetched once per state rather than once per batch decoded.
+    let model = BinaryModelPointers.shared
 
     public init() {}
 
