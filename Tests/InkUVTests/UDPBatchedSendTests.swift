@@ -23,6 +23,27 @@ import Testing
         }
     }
 
+    /// A receiver that keeps every datagram it gets, and a batching sender watched by `reports`,
+    /// both on one loop and one address family.
+    final class Pair {
+        let loop: EventLoop
+        let receiver: UDPSocket
+        let sender: UDPSocket
+        let reports = Reports()
+        var received: [[UInt8]] = []
+
+        init(ipv6: Bool = false) throws {
+            loop = try EventLoop()
+            let any: SocketAddress = ipv6 ? .loopbackIPv6(port: 0) : .loopbackIPv4(port: 0)
+            receiver = try UDPSocket(loop: loop, bindTo: any)
+            sender = try UDPSocket(loop: loop, bindTo: any)
+            try receiver.setReceiveBufferSize(1 << 20)
+            try receiver.startReceiving { [unowned self] bytes, _ in self.received.append(Array(bytes)) }
+            try sender.startBatchingSends()
+            reports.watch(sender)
+        }
+    }
+
     /// A burst sent from a receive callback (flushed after the IO callbacks) and one sent from
     /// a timer callback (flushed before the loop waits), each larger than one batch, both
     /// arrive byte for byte in order; the counters and the flush reports agree exactly.
@@ -81,16 +102,9 @@ import Testing
 
     /// Datagrams whose bytes overflow the batch flush it first; large ones arrive whole.
     @Test func batchFlushesWhenItsBytesAreFull() throws {
-        let loop = try EventLoop()
-        defer { loop.shutdown() }
-        let receiver = try UDPSocket(loop: loop, bindTo: .loopbackIPv6(port: 0))
-        try receiver.setReceiveBufferSize(1 << 20)
-        var received: [[UInt8]] = []
-        try receiver.startReceiving { bytes, _ in received.append(Array(bytes)) }
-        let sender = try UDPSocket(loop: loop, bindTo: .loopbackIPv6(port: 0))
-        try sender.startBatchingSends()
-        let reports = Reports()
-        reports.watch(sender)
+        let pair = try Pair(ipv6: true)
+        defer { pair.loop.shutdown() }
+        let (loop, receiver, sender, reports) = (pair.loop, pair.receiver, pair.sender, pair.reports)
         let length = UDPSocket.sendBatchBytes / 3
         let messages = (0..<4).map { payload($0, length: length) }
         var held: [Int] = []
@@ -100,8 +114,8 @@ import Testing
         }
         #expect(held == [1, 2, 3, 1])
         #expect(reports.flushes == 1 && reports.flushedDatagrams == 3)
-        #expect(drive(loop) { received.count == messages.count })
-        #expect(received == messages)
+        #expect(drive(loop) { pair.received.count == messages.count })
+        #expect(pair.received == messages)
         #expect(reports.flushedDatagrams == 4 && reports.flushedBytes == 4 * length)
     }
 
@@ -156,15 +170,9 @@ import Testing
     /// A datagram the kernel refuses for itself is reported once and skipped; the ones before
     /// and after it still leave, in order, and only they are counted.
     @Test func refusedDatagramIsReportedAndTheRestLeave() throws {
-        let loop = try EventLoop()
-        defer { loop.shutdown() }
-        let receiver = try UDPSocket(loop: loop, bindTo: .loopbackIPv4(port: 0))
-        var received: [[UInt8]] = []
-        try receiver.startReceiving { bytes, _ in received.append(Array(bytes)) }
-        let sender = try UDPSocket(loop: loop, bindTo: .loopbackIPv4(port: 0))
-        try sender.startBatchingSends()
-        let reports = Reports()
-        reports.watch(sender)
+        let pair = try Pair()
+        defer { pair.loop.shutdown() }
+        let (loop, receiver, sender, reports) = (pair.loop, pair.receiver, pair.sender, pair.reports)
         // An IPv4 socket cannot reach an IPv6 address: EAFNOSUPPORT for that datagram only.
         try sender.send([1, 1], to: try receiver.localAddress)
         try sender.send([2, 2, 2], to: .loopbackIPv6(port: 9))
@@ -173,33 +181,27 @@ import Testing
         #expect(reports.errors.map(\.name) == ["EAFNOSUPPORT"])
         #expect(reports.errors.first?.operation == "udp_send [::1]:9")
         #expect(reports.flushedDatagrams == 2 && reports.flushedBytes == 3)
-        #expect(drive(loop) { received.count == 2 })
-        #expect(received == [[1, 1], [3]])
+        #expect(drive(loop) { pair.received.count == 2 })
+        #expect(pair.received == [[1, 1], [3]])
         #expect(sender.datagramsSent == 2)
     }
 
     /// Behind the queued path's byte bound, the rest of a batch is refused one by one (ENOBUFS,
     /// reported), and what fit arrives in order.
     @Test func queueBoundRefusesTheRestOfABatch() throws {
-        let loop = try EventLoop()
-        defer { loop.shutdown() }
-        let receiver = try UDPSocket(loop: loop, bindTo: .loopbackIPv4(port: 0))
-        var received: [[UInt8]] = []
-        try receiver.startReceiving { bytes, _ in received.append(Array(bytes)) }
-        let sender = try UDPSocket(loop: loop, bindTo: .loopbackIPv4(port: 0))
-        try sender.startBatchingSends()
+        let pair = try Pair()
+        defer { pair.loop.shutdown() }
+        let (loop, receiver, sender, reports) = (pair.loop, pair.receiver, pair.sender, pair.reports)
         sender.queueEverySendForTesting = true
         sender.maximumQueuedSendBytes = 500
-        let reports = Reports()
-        reports.watch(sender)
         let messages = (0..<8).map { payload($0, length: 100) }
         for message in messages { try sender.send(message, to: try receiver.localAddress) }
         sender.flushSends()
         #expect(sender.sendQueueCount == 5)
         #expect(reports.errors.map(\.code) == Array(repeating: UVError.noBufferSpace, count: 3))
         #expect(reports.flushedDatagrams == 5 && reports.flushedBytes == 500)
-        #expect(drive(loop) { received.count == 5 })
-        #expect(received == Array(messages.prefix(5)))
+        #expect(drive(loop) { pair.received.count == 5 })
+        #expect(pair.received == Array(messages.prefix(5)))
     }
 
     /// Closing sends what is batched first (as unbatched sends would have left already); the
