@@ -42,8 +42,28 @@ public enum BinaryBatchDecoder {
         }
     }
 
-    private static func decodeUnchecked(
-        _ bytes: UnsafeRawBufferPointer, state: inout BinaryCodecState, into commands: inout [TimedCommand]
+    /// Decodes one batch from `bytes` into the uninitialised memory of `buffer`, from its start;
+    /// returns its author and how many commands it initialised there (the caller then owns them).
+    /// A batch with more commands than `buffer` holds throws `tooManyCommands` (a buffer of
+    /// `Batch.maxCommands` always suffices). On error `state` is unchanged and `buffer` holds no
+    /// initialised command. For a receiver that reuses its own buffer: no array append a command.
+    public static func decode(
+        _ bytes: UnsafeRawBufferPointer, state: inout BinaryCodecState,
+        into buffer: UnsafeMutableBufferPointer<TimedCommand>
+    ) throws(BinaryCodecError) -> (author: AuthorID, count: Int) {
+        var cursor = BinaryCommandCursor(buffer)
+        let start = cursor.next
+        do {
+            let author = try decodeUnchecked(bytes, state: &state, into: &cursor)
+            return (author, cursor.next - start)
+        } catch {
+            start.deinitialize(count: cursor.next - start)
+            throw error
+        }
+    }
+
+    private static func decodeUnchecked<Sink: BinaryCommandSink>(
+        _ bytes: UnsafeRawBufferPointer, state: inout BinaryCodecState, into commands: inout Sink
     ) throws(BinaryCodecError) -> AuthorID {
         guard !bytes.isEmpty, bytes.count <= BinaryBatchCodec.maxBatchBytes else { throw .badLength(bytes.count) }
         guard var d = RANSDecoder(bytes, tables: state.model.dec) else { throw .badState }
@@ -73,9 +93,9 @@ public enum BinaryBatchDecoder {
 
     /// The batch's commands after its header, against the author's context at `context`.
     @inline(always)
-    private static func decodeCommands(
+    private static func decodeCommands<Sink: BinaryCommandSink>(
         _ coder: inout RANSDecoder, _ byteCount: Int, _ context: inout StrokeContext,
-        into commands: inout [TimedCommand]
+        into commands: inout Sink
     ) throws(BinaryCodecError) {
         var d = coder
         var opaqueBudget = UInt64(byteCount)
@@ -108,7 +128,7 @@ public enum BinaryBatchDecoder {
                 command = try decodeCommand(kind, &rare, &context, &opaqueBudget)
                 d = rare
             }
-            commands.append(command)
+            guard commands.put(command) else { throw .tooManyCommands }
             kind = -1
         }
         guard d.isCleanEnd else { throw .corrupt }

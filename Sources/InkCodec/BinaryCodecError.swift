@@ -13,7 +13,7 @@ public enum BinaryCodecError: Error, Hashable, Sendable {
     case reservedKind(Int)
     /// A time symbol this version does not define, or a time that cannot be represented.
     case badTime
-    /// More commands than `Batch.maxCommands`.
+    /// More commands than `Batch.maxCommands`, or than the caller's command buffer holds.
     case tooManyCommands
     /// An opaque payload longer than `BinaryBatchCodec.maxOpaqueBytes`, or longer than the input.
     case payloadTooLarge(UInt64)

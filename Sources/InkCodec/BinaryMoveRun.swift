@@ -67,8 +67,8 @@ enum BinaryMoveRun {
     /// one of the run; returns the first other kind symbol read, or -1 at the end of the batch.
     /// `decoded` counts the kind symbols read.
     @inline(never)
-    static func decode(
-        _ d: inout RANSDecoder, _ context: inout StrokeContext, _ decoded: inout Int, into commands: inout [TimedCommand]
+    static func decode<Sink: BinaryCommandSink>(
+        _ d: inout RANSDecoder, _ context: inout StrokeContext, _ decoded: inout Int, into commands: inout Sink
     ) throws(BinaryCodecError) -> Int {
         var frame = context.frame
         guard frame != UInt64.max else { throw .badTime }
@@ -109,8 +109,10 @@ enum BinaryMoveRun {
             }
             (x1, x2, x3) = (x, x1, x2)
             (y1, y2, y3) = (y, y1, y2)
-            commands.append(TimedCommand(
-                timeMs: t, command: .point(StrokePoint(stroke: stroke, tool: tool, phase: .move, x: x, y: y))))
+            guard commands.put(TimedCommand(
+                timeMs: t, command: .point(StrokePoint(stroke: stroke, tool: tool, phase: .move, x: x, y: y)))) else {
+                throw .tooManyCommands
+            }
             if coder.isAtEnd { break }
             kind = coder.get(.kind(3))
             count += 1
