@@ -107,7 +107,7 @@ public enum BinaryBatchDecoder {
             if kind < 0 {
                 if d.isAtEnd { break }
                 kind = d.get(.kind(context.kindContext))
-                decoded += 1
+                decoded &+= 1  // at most maxCommands + 1: no overflow
                 guard decoded <= Batch.maxCommands else { throw .tooManyCommands }
             }
             if kind == BinaryKind.moveNextFrame && context.kindContext == 3 {

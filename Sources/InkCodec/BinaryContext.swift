@@ -119,9 +119,11 @@ public struct BinaryCodecState: Sendable {
     }
 
     /// `context(of:)` written straight to `p`: a returned context took a detour through the
-    /// stack (two copies of its 72 bytes a batch instead of one).
+    /// stack (two copies of its 72 bytes a batch instead of one). Mutating only so that the
+    /// state is read in place: as a non-mutating call on an inout state, the decoder first
+    /// copied the whole state (96 bytes) to its stack.
     @inline(__always)
-    func copyContext(of author: AuthorID, to p: UnsafeMutablePointer<StrokeContext>) {
+    mutating func copyContext(of author: AuthorID, to p: UnsafeMutablePointer<StrokeContext>) {
         if hasCurrent && currentAuthor == author {
             p.pointee = currentContext
         } else {

@@ -115,7 +115,7 @@ enum BinaryMoveRun {
             }
             if coder.isAtEnd { break }
             kind = coder.get(.kind(3))
-            count += 1
+            count &+= 1  // at most maxCommands + 1: no overflow
             guard count <= Batch.maxCommands else { throw .tooManyCommands }
             if kind != BinaryKind.moveNextFrame { break }
             kind = -1
