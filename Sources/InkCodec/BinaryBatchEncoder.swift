@@ -67,9 +67,30 @@ public struct BinaryBatchEncoder {
     ) throws(BinaryCodecError) -> Int {
         let bytes = try code(batch, state: &state, selfContained: selfContained)
         guard bytes.count <= buffer.count, let destination = buffer.baseAddress else { throw .batchTooLarge }
-        destination.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+        BinaryBatchEncoder.copy(bytes, to: destination)
         commit(batch.author, to: &state, selfContained: selfContained)
         return bytes.count
+    }
+
+    /// Copies a batch's bytes to `destination`. A live batch is about 9 bytes: two overlapping
+    /// 8- or 4-byte moves cost less than a memcpy call and its set-up (~15 instructions a batch).
+    @inline(always)
+    private static func copy(_ bytes: UnsafeBufferPointer<UInt8>, to destination: UnsafeMutableRawPointer) {
+        let n = bytes.count
+        let source = UnsafeRawPointer(bytes.baseAddress!)
+        if n >= 8 && n <= 16 {
+            let head = source.loadUnaligned(as: UInt64.self)
+            let tail = source.loadUnaligned(fromByteOffset: n &- 8, as: UInt64.self)
+            destination.storeBytes(of: head, as: UInt64.self)
+            destination.storeBytes(of: tail, toByteOffset: n &- 8, as: UInt64.self)
+        } else if n >= 4 && n < 8 {
+            let head = source.loadUnaligned(as: UInt32.self)
+            let tail = source.loadUnaligned(fromByteOffset: n &- 4, as: UInt32.self)
+            destination.storeBytes(of: head, as: UInt32.self)
+            destination.storeBytes(of: tail, toByteOffset: n &- 4, as: UInt32.self)
+        } else {
+            destination.copyMemory(from: source, byteCount: n)
+        }
     }
 
     /// Advances `state` past the batch just coded (its author's context is in `coder.context`).
