@@ -6,6 +6,8 @@
 //                                   the ARQ session with a tuning drawn per wire, or the toy
 //                                   stop-and-wait session (the harness's own self-check)
 //   --heal-bound-ms N               the liveness bound after healing (default 30000)
+//   inkwire-sim live-stall [--seeds A-B] [--spike-ms N] [--duration-s S]
+//                                   live drawing through a relay with delay spikes (LiveStall.swift)
 //
 // Exit codes: 0 all passed, 1 correctness failure, 2 liveness failure, 3 crash, 64 usage.
 // The simulation lives in InkSim; this file only parses arguments and prints.
@@ -31,6 +33,9 @@ func usage(_ message: String) -> Never {
     exit(exitUsage)
 }
 
+if CommandLine.arguments.dropFirst().first == "live-stall" {
+    exit(liveStallCommand(Array(CommandLine.arguments.dropFirst(2))))
+}
 var seeds: [UInt64] = []
 var replay = false
 var sessionKind = "arq"
