@@ -35,6 +35,13 @@ public final class ARQSession: DatagramEndpoint {
     /// Slack beyond the peer's ack delay before an unechoed datagram counts as lost: timers
     /// fire late by a few milliseconds under load.
     public static let lossSampleMargin = Instant.Duration.milliseconds(5)
+    /// Persistent congestion (RFC 9002 section 7.6) needs every ack-eliciting datagram lost
+    /// over this many probe timeouts (without backoff): kPersistentCongestionThreshold.
+    public static let persistentCongestionThreshold: UInt64 = 3
+    /// Datagrams sent per probe timeout (RFC 9002 section 6.2.4 allows two): with one, a
+    /// single lost probe or lost ack doubles the timeout, and at 10 % loss in each direction
+    /// one probe round in five fails. Two fail together about one round in thirty.
+    public static let probeDatagramsPerTimeout = 2
 
     public let connectionID: UInt64
     public let configuration: ARQConfiguration
@@ -49,11 +56,16 @@ public final class ARQSession: DatagramEndpoint {
     private var peerMaxAckDelay: Instant.Duration
     private var peerHasOurAckDelay = false
     private var rtt: RTTEstimator
+    /// When the first RTT sample was taken: persistent congestion only counts datagrams sent
+    /// after it (before it the probe timeout rests on `initialRTT`, a guess).
+    private var firstRTTSampleAt: Instant?
     private var ptoCount = 0
     private var lastPTOAt: Instant?
     private var lossDeadline: Instant?
     private var largestAckedDatagram: UInt64?
     private var probePending = false
+    /// Probe datagrams still to send for the last probe timeout (`probeDatagramsPerTimeout`).
+    private var probesOwed = 0
     private var lastAckElicitingSentAt: Instant
     private var lastKeepaliveAt: Instant?
 
@@ -286,6 +298,9 @@ public final class ARQSession: DatagramEndpoint {
         // Nothing to retransmit, queue, probe or acknowledge: no frame (the last call of every
         // drain; building and encoding a frame only to drop it cost the daemon per datagram).
         let ackDue = ackPending && (ackImmediately || (ackDeadline.map { !(now < $0) } ?? false))
+        // The second probe of a timeout carries the oldest segments again (or is a ping).
+        if probesOwed > 0 && pendingRetransmits == 0 && !probePending && !markOldestForProbe() { probePending = true }
+        let isProbe = probesOwed > 0
         if pendingRetransmits == 0 && queue.isEmpty && !probePending && !ackDue && !redundancyPending { return nil }
         var frame = Frame(connectionID: connectionID, timestamp: 0)
         if hasReceived { frame.ack = makeAck(now: now) }
@@ -316,7 +331,9 @@ public final class ARQSession: DatagramEndpoint {
         let windowLimit = Int(min(configuration.sendWindow, peerWindow))
         while chosen.count < FrameCodec.maxSegmentsPerFrame, ledger.count < windowLimit,
               let size = queue.nextSegmentSize(maxPayload: configuration.maxSegmentPayload),
-              congestion.allows(bytesInFlight: bytesInFlight, adding: size) {
+              // A probe is never blocked by the congestion controller (RFC 9002 section 7.5):
+              // queued batches ride along instead of waiting out the backoff.
+              isProbe || congestion.allows(bytesInFlight: bytesInFlight, adding: size) {
             let cost = FrameCodec.segmentOverhead(payloadCount: size) + size
             guard cost <= budget else { break }
             budget -= cost
@@ -354,11 +371,13 @@ public final class ARQSession: DatagramEndpoint {
         guard !chosen.isEmpty || ackDue || probePending else { return nil }
         if chosen.isEmpty && !probePending { counters.pureAcksSent += 1 }
         if timerCopy && !chosen.isEmpty && !carriedNew { counters.redundancyTimerDatagrams += 1 }
-        if probePending || probing {
+        if probePending || probing || isProbe {
             frame.ackNow = true
             if probePending { counters.probesSent += 1 }
             probePending = false
         }
+        // Every call while a probe is owed sends one (it marks segments or a ping above).
+        if isProbe { probesOwed -= 1 }
         chosen.sort()
         let index = datagramCount
         if carriedNew && configuration.redundancyTimer {
@@ -472,6 +491,7 @@ public final class ARQSession: DatagramEndpoint {
                 pendingRetransmits -= 1
             }
             bytesInFlight -= ledger[i].payload.count
+            markAcknowledged(datagram: ledger[i].lastSentDatagram)
             congestion.onAck(bytes: ledger[i].payload.count, sentAt: ledger[i].lastSentAt, bytesInFlightBefore: inFlightBefore)
             newlyAcked += 1
         }
@@ -492,6 +512,7 @@ public final class ARQSession: DatagramEndpoint {
            largestAckedDatagram.map({ sent.index > $0 }) ?? true {
             sampleLoss(previous: largestAckedDatagram, echoed: sent.index, echoedAt: sent.at)
             largestAckedDatagram = sent.index
+            markAcknowledged(datagram: sent.index)
             if sent.index >= redundancyDatagram { redundancyAt = nil }
             newLargest = true
             let raw = now.since(sent.at)
@@ -504,10 +525,12 @@ public final class ARQSession: DatagramEndpoint {
                 sample = Instant.Duration(microseconds: raw.microseconds - delay.microseconds)
             }
             rtt.add(sample: sample)
+            if firstRTTSampleAt == nil { firstRTTSampleAt = now }
         }
         if newlyAcked > 0 || newLargest {
             ptoCount = 0
             lastPTOAt = nil
+            probesOwed = 0
         }
         detectLosses(now: now)
     }
@@ -519,6 +542,7 @@ public final class ARQSession: DatagramEndpoint {
         lossDeadline = nil
         guard let largest = largestAckedDatagram else { return }
         let delay = rtt.lossDelay
+        var lostDatagrams: ClosedRange<UInt64>?
         for i in 0..<ledger.count {
             let e = ledger[i]
             guard !e.acked, !e.needsRetransmit, e.lastSentDatagram < largest else { continue }
@@ -527,11 +551,53 @@ public final class ARQSession: DatagramEndpoint {
                 pendingRetransmits += 1
                 counters.lossesDetected += 1
                 congestion.onLoss(bytes: e.payload.count, sentAt: e.lastSentAt, now: now)
+                let d = e.lastSentDatagram
+                lostDatagrams = lostDatagrams.map { min($0.lowerBound, d)...max($0.upperBound, d) } ?? d...d
             } else {
                 let t = e.lastSentAt + delay
                 lossDeadline = lossDeadline.map { min($0, t) } ?? t
             }
         }
+        if let lost = lostDatagrams, isPersistentCongestion(lost: lost, largestAcked: largest, lossDelay: delay, now: now) { congestion.onPersistentCongestion(now: now) }
+    }
+
+    /// RFC 9002 section 7.6: the ack-eliciting datagrams just declared lost span more than
+    /// `persistentCongestionThreshold` probe timeouts, the first was sent after the first RTT
+    /// sample, and none sent in between is known to have arrived. Only losses declared from
+    /// acknowledgements count, never a probe timeout: a delay spike fires the probe timeout too
+    /// though nothing is lost (two timeouts used to collapse the window, and live drawing, being
+    /// app-limited, never grew it back: multi-second stalls in the loss benchmark).
+    private func isPersistentCongestion(lost: ClosedRange<UInt64>, largestAcked: UInt64, lossDelay: Instant.Duration, now: Instant) -> Bool {
+        let history = UInt64(ARQSession.sentDatagramHistory)
+        guard let sampled = firstRTTSampleAt, datagramCount - lost.lowerBound <= history else { return false }
+        func datagram(_ i: UInt64) -> SentDatagram { sentDatagrams[Int(i % history)] }
+        let first = datagram(lost.lowerBound).at
+        guard sampled < first else { return false }
+        for i in lost where datagram(i).elicits && datagram(i).acknowledged { return false }
+        // A probe resends the oldest segments, so a lost probe never shows as a lost segment
+        // (its segments are acknowledged through the probe that got through): the run goes on
+        // over the unacknowledged ack-eliciting datagrams after it that are past the loss
+        // thresholds too, as lost packets would be in QUIC.
+        var last = datagram(lost.upperBound).at
+        var i = lost.upperBound + 1
+        while i < largestAcked {
+            let d = datagram(i)
+            if d.elicits {
+                guard !d.acknowledged, largestAcked - i >= configuration.packetThreshold || !(now < d.at + lossDelay) else { break }
+                last = d.at
+            }
+            i += 1
+        }
+        let pto = rtt.smoothed + max(RTTEstimator.granularity, rtt.variation * 4) + peerMaxAckDelay
+        return pto * ARQSession.persistentCongestionThreshold < last.since(first)
+    }
+
+    /// Records that datagram `index` arrived (an acknowledged segment was last sent in it, or
+    /// the peer echoed it), for `isPersistentCongestion`.
+    private func markAcknowledged(datagram index: UInt64) {
+        let history = UInt64(ARQSession.sentDatagramHistory)
+        guard index < datagramCount, datagramCount - index <= history else { return }
+        sentDatagrams[Int(index % history)].acknowledged = true
     }
 
     /// Datagram loss estimate from echoed timestamps. The peer acknowledges within its ack
@@ -581,12 +647,21 @@ public final class ARQSession: DatagramEndpoint {
         return from + timeout
     }
 
-    /// Tail-loss probe: resend the oldest unacknowledged segments (one datagram's worth), or a
-    /// ping when nothing is in flight, and back off.
+    /// Tail-loss probe: the next `probeDatagramsPerTimeout` datagrams each resend the oldest
+    /// unacknowledged segments (one datagram's worth), or are pings when nothing is in flight;
+    /// then back off.
     private func firePTO(now: Instant) {
         ptoCount += 1
         lastPTOAt = now
-        if ptoCount >= 2 { congestion.onPersistentCongestion(now: now) }
+        // A probe timeout is not a loss (RFC 9002 section 6.2): the window is left alone here;
+        // an outage shows as persistent congestion once acknowledgements return (`detectLosses`).
+        probesOwed = ARQSession.probeDatagramsPerTimeout
+        if !markOldestForProbe() { probePending = true }
+    }
+
+    /// Marks the oldest unacknowledged segments, one datagram's worth, for retransmission;
+    /// false when nothing is in flight.
+    private func markOldestForProbe() -> Bool {
         var budget = configuration.maxDatagramSize - ARQConfiguration.headerReserve
         var marked = false
         for i in 0..<ledger.count where !ledger[i].acked {
@@ -599,7 +674,7 @@ public final class ARQSession: DatagramEndpoint {
                 pendingRetransmits += 1
             }
         }
-        if !marked { probePending = true }
+        return marked
     }
 
     private func keepaliveDeadline() -> Instant? {
@@ -657,4 +732,6 @@ struct SentDatagram {
     /// It asked for an acknowledgement (loss estimate).
     var elicits = false
     var at = Instant.zero
+    /// Known to have arrived (persistent congestion needs a run with none of these).
+    var acknowledged = false
 }

@@ -4,8 +4,9 @@
 ///   segment per round trip (congestion avoidance).
 /// - A detected loss multiplies the window by `lossReduction` (0.7, as CUBIC does: Wi-Fi loses
 ///   datagrams for reasons other than congestion) once per round trip (losses of segments sent
-///   before the recovery began belong to the same event); repeated probe timeouts collapse it
-///   to `minimumSegments`.
+///   before the recovery began belong to the same event); persistent congestion (RFC 9002
+///   section 7.6, judged by `ARQSession`, never by probe timeouts alone) collapses it to
+///   `minimumSegments`.
 /// - Random loss is not congestion: once a sample of at least `minimumSampleSegments` segments
 ///   was acknowledged or lost, a loss while the lost share of that sample is at most
 ///   `randomLossTolerancePercent` keeps the window (a Wi-Fi link losing 5 % of datagrams at

@@ -117,13 +117,14 @@ import Testing
         try a.send([7])
         var sendTimes: [UInt64] = []
         var now = t0
-        while sendTimes.count < 7 {
+        while sendTimes.count < 13 {
             if let t = a.pollTimeout(), !(now < t) { a.handleTimeout(now: now) }
             while a.pollTransmit(now: now) != nil { sendTimes.append((now.microseconds - t0.microseconds) / 1000) }
             now = now + .milliseconds(1)
         }
-        // PTO = SRTT 100 + 4 x RTTVAR 50 + peer ack delay 25 = 325 ms, doubled, capped at 2 s.
-        #expect(sendTimes == [0, 325, 975, 2275, 4275, 6275, 8275])
-        #expect(a.stats.retransmissions == 6)
+        // PTO = SRTT 100 + 4 x RTTVAR 50 + peer ack delay 25 = 325 ms, doubled, capped at 2 s;
+        // two probe datagrams each time (`probeDatagramsPerTimeout`).
+        #expect(sendTimes == [0, 325, 325, 975, 975, 2275, 2275, 4275, 4275, 6275, 6275, 8275, 8275])
+        #expect(a.stats.retransmissions == 12)
     }
 }
