@@ -212,15 +212,17 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
     }
 
     /// Segments held out of order right now.
-    var outOfOrderSegments: Int { arq.stats.outOfOrderSegments }
+    var outOfOrderSegments: Int { arq.outOfOrderSegments }
 
-    /// RTT sample and new retransmissions (once a housekeeping round).
-    func sampleMetrics(_ metrics: DaemonMetrics) {
-        let stats = arq.stats
-        if stats.smoothedRTT.microseconds > 0 { metrics.rtt.observe(Double(stats.smoothedRTT.microseconds) / 1_000_000) }
-        if stats.retransmissions > reportedRetransmissions {
-            metrics.retransmissions.increment(by: UInt64(stats.retransmissions - reportedRetransmissions))
-            reportedRetransmissions = stats.retransmissions
+    /// RTT sample and new retransmissions (once a housekeeping round), into series the caller
+    /// looked up once for every session.
+    func sampleMetrics(rtt: HistogramCell, retransmissions: CounterCell) {
+        let smoothed = arq.smoothedRTT.microseconds
+        if smoothed > 0 { rtt.observe(Double(smoothed) / 1_000_000) }
+        let sent = arq.retransmissions
+        if sent > reportedRetransmissions {
+            retransmissions.increment(by: UInt64(sent - reportedRetransmissions))
+            reportedRetransmissions = sent
         }
     }
 
