@@ -56,12 +56,16 @@ final class UDPTransport {
         // the end of the loop iteration, one system call instead of one per member. The
         // counters follow what each flush handed over, so a refused datagram is not counted.
         try socket.startBatchingSends()
-        socket.onSendsFlushed = { [weak self] datagrams, bytes in
-            self?.datagramsSent.increment(by: UInt64(datagrams))
-            self?.bytesSent.increment(by: UInt64(bytes))
+        // The counters themselves, not a weak reference to the transport: an object with a weak
+        // reference counts every retain and release on the runtime's slow path (several a datagram).
+        socket.onSendsFlushed = { [datagramsSent, bytesSent] datagrams, bytes in
+            datagramsSent.increment(by: UInt64(datagrams))
+            bytesSent.increment(by: UInt64(bytes))
         }
         socket.onSendError = { [weak daemon] _ in daemon?.metrics.errors(kind: "udp_send").increment() }
-        try socket.startReceiving { [weak self] bytes, peer in self?.receive(bytes, from: peer) }
+        // Unretained, like `daemon`: no weak reference to the transport may exist (see above).
+        // Installed last (nothing after it can fail), and `close()` closes the socket.
+        try socket.startReceiving { [unowned(unsafe) self] bytes, peer in self.receive(bytes, from: peer) }
     }
 
     var localAddress: SocketAddress? { try? socket.localAddress }

@@ -311,7 +311,11 @@ public final class UDPSocket: HandleOwner {
         guard let handle, !isClosing else { throw UVError.closed("udp_batch_sends") }
         guard sendBatch == nil else { return }
         let loop = handle.pointee.loop!
-        let flush: () -> Void = { [weak self] in self?.flushSends() }
+        // Not a weak reference: any weak reference sends every retain and release of the socket
+        // (one pair per datagram received) down the runtime's slow path. The socket outlives
+        // both hooks: its handle retains it until closed, and `close()` closes the hooks first
+        // (a closing hook no longer fires).
+        let flush: () -> Void = { [unowned(unsafe) self] in self.flushSends() }
         let afterIO = try LoopPhaseHook(loop: loop, phase: .afterIO, flush)
         do {
             flushHooks = [afterIO, try LoopPhaseHook(loop: loop, phase: .beforeWait, flush)]
