@@ -309,6 +309,17 @@ public final class ARQSession: DatagramEndpoint {
         if probesOwed > 0 && pendingRetransmits == 0 && !probePending && !markOldestForProbe() { probePending = true }
         let isProbe = probesOwed > 0
         if pendingRetransmits == 0 && queue.isEmpty && !probePending && !ackDue && !redundancyPending { return nil }
+        // The ledger offsets a frame carries, on the stack: an array for them was one more
+        // allocation and release for every datagram sent.
+        return withUnsafeTemporaryAllocation(of: Int32.self, capacity: FrameCodec.maxSegmentsPerFrame) { buffer in
+            var chosen = ChosenSegments(buffer)
+            return transmitFrame(now: now, ackDue: ackDue, chosen: &chosen)
+        }
+    }
+
+    /// The body of `pollTransmit` once something may go: builds the frame and emits it, or
+    /// returns nil when there is nothing to send after all.
+    private func transmitFrame(now: Instant, ackDue: Bool, chosen: inout ChosenSegments) -> [UInt8]? {
         var frame = Frame(connectionID: connectionID, timestamp: 0)
         if hasReceived { frame.ack = makeAck(now: now) }
         if !peerHasOurAckDelay {
@@ -317,7 +328,6 @@ public final class ARQSession: DatagramEndpoint {
             frame.extensions = [FrameExtension(type: FrameExtension.maxAckDelayType, value: v.bytes)]
         }
         var budget = configuration.maxDatagramSize - FrameCodec.encodedSize(of: frame)
-        var chosen: [Int] = []  // ledger offsets
         var probing = false
         var carriedNew = false
 
@@ -391,11 +401,12 @@ public final class ARQSession: DatagramEndpoint {
             redundancyAt = now + redundancyDelay()
             redundancyDatagram = index
         }
-        frame.segments = chosen.map { i in
+        frame.segments.reserveCapacity(chosen.count)
+        for i in chosen.offsets {
             ledger[i].lastSentAt = now
             ledger[i].lastSentDatagram = index
             let e = ledger[i]
-            return Segment(sequence: ledger.base.advanced(by: UInt32(i)), endOfMessage: e.endOfMessage, payload: e.payload)
+            frame.segments.append(Segment(sequence: ledger.base.advanced(by: UInt32(i)), endOfMessage: e.endOfMessage, payload: e.payload))
         }
         frame.timestamp = nextTimestamp(now)
         if frame.isAckEliciting { lastAckElicitingSentAt = now }
@@ -741,4 +752,39 @@ struct SentDatagram {
     var at = Instant.zero
     /// Known to have arrived (persistent congestion needs a run with none of these).
     var acknowledged = false
+}
+
+/// The ledger offsets one frame carries, in caller-provided memory of
+/// `FrameCodec.maxSegmentsPerFrame` entries (`pollTransmit` keeps it on the stack).
+struct ChosenSegments {
+    private let storage: UnsafeMutableBufferPointer<Int32>
+    private(set) var count = 0
+
+    init(_ storage: UnsafeMutableBufferPointer<Int32>) { self.storage = storage }
+
+    var isEmpty: Bool { count == 0 }
+
+    /// Adds an offset (the caller keeps `count` below `FrameCodec.maxSegmentsPerFrame`).
+    mutating func append(_ offset: Int) {
+        storage[count] = Int32(offset)
+        count += 1
+    }
+
+    func contains(_ offset: Int) -> Bool {
+        let value = Int32(offset)
+        for k in 0..<count where storage[k] == value { return true }
+        return false
+    }
+
+    /// Ascending, as the frame's segments must be.
+    mutating func sort() {
+        var prefix = UnsafeMutableBufferPointer(rebasing: storage[0..<count])
+        prefix.sort()
+    }
+
+    /// The offsets in their current order.
+    var offsets: LazyMapSequence<Range<Int>, Int> {
+        let storage = self.storage
+        return (0..<count).lazy.map { Int(storage[$0]) }
+    }
 }
