@@ -73,6 +73,9 @@ public final class ARQSession: DatagramEndpoint {
     private var datagramCount: UInt64 = 0
     private var lastTimestamp: UInt32 = 0
     private var sentDatagrams: [SentDatagram]
+    /// The newest entry of `sentDatagrams` again, in the session object: most acks echo it,
+    /// and the history's slot was a cache miss per ack with thousands of sessions.
+    private var newestSent = SentDatagram()
 
     // Sparse-traffic redundancy timer (see `ARQConfiguration.redundancyTimer`).
     private var lossEstimate = 0
@@ -429,7 +432,8 @@ public final class ARQSession: DatagramEndpoint {
     private func emit(_ frame: Frame, now: Instant) -> [UInt8] {
         let bytes = FrameCodec.encode(frame)
         let slot = Int(datagramCount % UInt64(ARQSession.sentDatagramHistory))
-        sentDatagrams[slot] = SentDatagram(timestamp: frame.timestamp, elicits: frame.isAckEliciting, at: now)
+        newestSent = SentDatagram(timestamp: frame.timestamp, elicits: frame.isAckEliciting, at: now)
+        sentDatagrams[slot] = newestSent
         lastTimestamp = frame.timestamp
         datagramCount += 1
         counters.datagramsSent += 1
@@ -475,10 +479,9 @@ public final class ARQSession: DatagramEndpoint {
         let history = UInt64(ARQSession.sentDatagramHistory)
         var lo = datagramCount > history ? datagramCount - history : 0
         var hi = datagramCount - 1
-        // Most acks echo the newest datagram: one slot, not a search across the history (each
-        // probe a cache miss with thousands of sessions).
-        let newest = sentDatagrams[Int(hi % history)]
-        if newest.timestamp == timestamp { return (hi, newest.at) }
+        // Most acks echo the newest datagram: its copy in the session, not a search across the
+        // history (each probe a cache miss with thousands of sessions).
+        if newestSent.timestamp == timestamp { return (hi, newestSent.at) }
         let oldest = sentDatagrams[Int(lo % history)].timestamp
         let target = SequenceNumber.distance(from: oldest, to: timestamp)
         guard target >= 0 else { return nil }
