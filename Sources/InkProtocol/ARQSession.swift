@@ -73,8 +73,9 @@ public final class ARQSession: DatagramEndpoint {
     private var datagramCount: UInt64 = 0
     private var lastTimestamp: UInt32 = 0
     private var sentDatagrams: [SentDatagram]
-    /// The newest entry of `sentDatagrams` again, in the session object: most acks echo it,
-    /// and the history's slot was a cache miss per ack with thousands of sessions.
+    /// The newest entry of `sentDatagrams` again (its timestamp and send time; `acknowledged`
+    /// is kept in the history only), in the session object: most acks echo it, and the
+    /// history's slot was a cache miss per ack with thousands of sessions.
     private var newestSent = SentDatagram()
 
     // Sparse-traffic redundancy timer (see `ARQConfiguration.redundancyTimer`).
@@ -316,13 +317,13 @@ public final class ARQSession: DatagramEndpoint {
         // allocation and release for every datagram sent.
         return withUnsafeTemporaryAllocation(of: Int32.self, capacity: FrameCodec.maxSegmentsPerFrame) { buffer in
             var chosen = ChosenSegments(buffer)
-            return transmitFrame(now: now, ackDue: ackDue, chosen: &chosen)
+            return transmitFrame(now: now, ackDue: ackDue, isProbe: isProbe, chosen: &chosen)
         }
     }
 
     /// The body of `pollTransmit` once something may go: builds the frame and emits it, or
     /// returns nil when there is nothing to send after all.
-    private func transmitFrame(now: Instant, ackDue: Bool, chosen: inout ChosenSegments) -> [UInt8]? {
+    private func transmitFrame(now: Instant, ackDue: Bool, isProbe: Bool, chosen: inout ChosenSegments) -> [UInt8]? {
         var frame = Frame(connectionID: connectionID, timestamp: 0)
         if hasReceived { frame.ack = makeAck(now: now) }
         if !peerHasOurAckDelay {
