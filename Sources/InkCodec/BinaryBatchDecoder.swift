@@ -86,8 +86,8 @@ public enum BinaryBatchDecoder {
         }
         // The context is copied straight from the state into this variable and committed from
         // it (a returned context took a detour through a stack temporary).
-        var context = StrokeContext()
-        if header != 2 { state.copyContext(of: author, to: &context) }
+        var context: StrokeContext
+        if header == 2 { context = .initial } else { context = state.readContext(of: author) }
         try decodeCommands(&d, bytes.count, &context, into: &commands)
         if header == 2 { state.reset() }
         state.commit(contextAt: &context, author: author)

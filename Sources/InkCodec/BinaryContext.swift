@@ -131,6 +131,13 @@ public struct BinaryCodecState: Sendable {
         }
     }
 
+    /// `context(of:)` on a state read in place (mutating only for that, see `copyContext`).
+    @inline(__always)
+    mutating func readContext(of author: AuthorID) -> StrokeContext {
+        if hasCurrent && currentAuthor == author { return currentContext }
+        return otherContext(of: author)
+    }
+
     @inline(never)
     private func otherContext(of author: AuthorID) -> StrokeContext {
         others[author] ?? .initial
