@@ -753,9 +753,11 @@ struct SentDatagram {
     var timestamp: UInt32 = 0
     /// It asked for an acknowledgement (loss estimate).
     var elicits = false
-    var at = Instant.zero
-    /// Known to have arrived (persistent congestion needs a run with none of these).
+    /// Known to have arrived (persistent congestion needs a run with none of these). Beside
+    /// `elicits`, in the padding before `at`: after `at` it made the record 24 bytes instead
+    /// of 16, 8 KB more per session (the history has 1024), +16 MB RSS at 2000 sessions.
     var acknowledged = false
+    var at = Instant.zero
 }
 
 /// The ledger offsets one frame carries, in caller-provided memory of
