@@ -55,7 +55,9 @@ public enum BinaryBatchDecoder {
         let start = cursor.next
         do {
             let author = try decodeUnchecked(bytes, state: &state, into: &cursor)
-            return (author, cursor.next - start)
+            // Unsigned: a shift, where a signed pointer distance divides with rounding.
+            let bytes = UInt(bitPattern: UnsafeRawPointer(cursor.next) - UnsafeRawPointer(start))
+            return (author, Int(bitPattern: bytes / UInt(MemoryLayout<TimedCommand>.stride)))
         } catch {
             start.deinitialize(count: cursor.next - start)
             throw error
@@ -86,8 +88,10 @@ public enum BinaryBatchDecoder {
         }
         // The context is copied straight from the state into this variable and committed from
         // it (a returned context took a detour through a stack temporary).
-        var context: StrokeContext
-        if header == 2 { context = .initial } else { context = state.readContext(of: author) }
+        // Read from the state even for a self-contained batch and then replaced: two branches
+        // that each produce a context copied it twice (through a stack temporary).
+        var context = state.readContext(of: author)
+        if header == 2 { context = .initial }
         try decodeCommands(&d, bytes.count, &context, into: &commands)
         if header == 2 { state.reset() }
         state.commit(contextAt: &context, author: author)
@@ -118,6 +122,9 @@ public enum BinaryBatchDecoder {
                 // address does not escape here.
                 var run = d
                 kind = try BinaryMoveRun.decode(&run, &context, &decoded, into: &commands)
+                // Most batches end in a run: then the run has checked the end and the coder,
+                // which nothing reads any more, stays in the run.
+                if kind == BinaryMoveRun.cleanEnd { return }
                 d = run
                 continue
             }

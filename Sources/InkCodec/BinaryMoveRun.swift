@@ -12,6 +12,13 @@ enum BinaryMoveRun {
     /// 30 bits with their signs (two chunks each when they do not fit one field together).
     static let maxOpsPerPoint = 7
 
+    /// What `decode` returns when the batch ended cleanly inside the run.
+    static let cleanEnd = -2
+
+    /// The first frame whose grid time is not below `BinaryPrediction.gridLimitMs`: the run
+    /// checks its frame against it instead of computing and checking the time.
+    private static let gridFrameLimit: UInt64 = 65_970_697_667
+
     /// Encodes the commands from `start` on while they belong to the run (the context has an open
     /// stroke with three remembered points); returns the index of the first command that does not
     /// (`start` when none does). The writer needs room for `maxOpsPerPoint` ops per command.
@@ -64,7 +71,8 @@ enum BinaryMoveRun {
     }
 
     /// Decodes the point of a kind 15 symbol just read under table K[3], and every following
-    /// one of the run; returns the first other kind symbol read, or -1 at the end of the batch.
+    /// one of the run; returns the first other kind symbol read, -1 at the end of the batch, or
+    /// `cleanEnd` at a clean end of the batch (then `d` is left as it was: nothing reads it).
     /// `decoded` counts the kind symbols read.
     @inline(never)
     static func decode<Sink: BinaryCommandSink>(
@@ -78,12 +86,15 @@ enum BinaryMoveRun {
         let tool = context.tool
         var t = context.timeMs
         var coder = d
-        var count = decoded
+        // The kind symbols this run may still read (`decoded` <= maxCommands on entry), counted
+        // in frames: one frame a point, so one comparison a point and no counter to keep.
+        let kindFrameLimit = frame &+ UInt64(truncatingIfNeeded: Batch.maxCommands &- decoded)
+        let firstFrame = frame
         var kind = -1
         while true {
             frame &+= 1
+            guard frame < gridFrameLimit else { throw .badTime }
             t = BinaryPrediction.gridTime(frame)
-            guard t < BinaryPrediction.gridLimitMs else { throw .badTime }
             let px = BinaryPrediction.predict((x1, x2, x3), count: 3, timeClass: 0)
             let py = BinaryPrediction.predict((y1, y2, y3), count: 3, timeClass: 0)
             let sx = coder.get(.residual(residualBase))
@@ -113,18 +124,22 @@ enum BinaryMoveRun {
                 timeMs: t, command: .point(StrokePoint(stroke: stroke, tool: tool, phase: .move, x: x, y: y)))) else {
                 throw .tooManyCommands
             }
-            if coder.isAtEnd { break }
+            if coder.isAtEnd {
+                if coder.isCleanEnd { kind = cleanEnd }
+                break
+            }
             kind = coder.get(.kind(3))
-            count &+= 1  // at most maxCommands + 1: no overflow
-            guard count <= Batch.maxCommands else { throw .tooManyCommands }
+            // The kind symbols read so far: frame - firstFrame.
+            guard frame <= kindFrameLimit else { throw .tooManyCommands }
             if kind != BinaryKind.moveNextFrame { break }
             kind = -1
         }
         context.setTime(t, frame: frame)
         context.xs = (x1, x2, x3)
         context.ys = (y1, y2, y3)
-        d = coder
-        decoded = count
+        if kind != cleanEnd { d = coder }
+        // One kind symbol a point but the last, and one after it unless the batch ended.
+        decoded &+= Int(truncatingIfNeeded: frame &- firstFrame) &- (kind < 0 ? 1 : 0)
         return kind
     }
 }
