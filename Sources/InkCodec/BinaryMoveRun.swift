@@ -80,8 +80,10 @@ enum BinaryMoveRun {
     ) throws(BinaryCodecError) -> Int {
         var frame = context.frame
         guard frame != UInt64.max else { throw .badTime }
-        var (x1, x2, x3) = context.xs
-        var (y1, y2, y3) = context.ys
+        // The last point and its two last steps (what the predictor uses): the step is computed
+        // once a point, not twice as from three remembered points.
+        var (x1, vx1, vx2) = Self.steps(context.xs)
+        var (y1, vy1, vy2) = Self.steps(context.ys)
         let stroke = context.stroke
         let tool = context.tool
         var t = context.timeMs
@@ -95,8 +97,8 @@ enum BinaryMoveRun {
             frame &+= 1
             guard frame < gridFrameLimit else { throw .badTime }
             t = BinaryPrediction.gridTime(frame)
-            let px = BinaryPrediction.predict((x1, x2, x3), count: 3, timeClass: 0)
-            let py = BinaryPrediction.predict((y1, y2, y3), count: 3, timeClass: 0)
+            let px = Self.predict(x1, vx1, vx2)
+            let py = Self.predict(y1, vy1, vy2)
             let sx = coder.get(.residual(residualBase))
             let sy = coder.get(.residual(residualBase + 1))
             let mx = coder.magnitude(sx)
@@ -118,8 +120,8 @@ enum BinaryMoveRun {
                   let y = Int32(exactly: py &+ BinaryPrediction.residual(magnitude: my, extra: ey)) else {
                 throw .coordinateOutOfRange
             }
-            (x1, x2, x3) = (x, x1, x2)
-            (y1, y2, y3) = (y, y1, y2)
+            (x1, vx1, vx2) = (Int64(x), Int64(x) &- x1, vx1)
+            (y1, vy1, vy2) = (Int64(y), Int64(y) &- y1, vy1)
             guard commands.put(TimedCommand(
                 timeMs: t, command: .point(StrokePoint(stroke: stroke, tool: tool, phase: .move, x: x, y: y)))) else {
                 throw .tooManyCommands
@@ -135,11 +137,28 @@ enum BinaryMoveRun {
             kind = -1
         }
         context.setTime(t, frame: frame)
-        context.xs = (x1, x2, x3)
-        context.ys = (y1, y2, y3)
+        context.xs = Self.points(x1, vx1, vx2)
+        context.ys = Self.points(y1, vy1, vy2)
         if kind != cleanEnd { d = coder }
         // One kind symbol a point but the last, and one after it unless the batch ended.
         decoded &+= Int(truncatingIfNeeded: frame &- firstFrame) &- (kind < 0 ? 1 : 0)
         return kind
+    }
+
+    @inline(__always)
+    private static func steps(_ p: (Int32, Int32, Int32)) -> (Int64, Int64, Int64) {
+        (Int64(p.0), Int64(p.0) &- Int64(p.1), Int64(p.1) &- Int64(p.2))
+    }
+
+    @inline(__always)
+    private static func points(_ p1: Int64, _ v1: Int64, _ v2: Int64) -> (Int32, Int32, Int32) {
+        (Int32(truncatingIfNeeded: p1), Int32(truncatingIfNeeded: p1 &- v1), Int32(truncatingIfNeeded: p1 &- v1 &- v2))
+    }
+
+    /// `BinaryPrediction.predict` for three points and one frame, from the last point and steps.
+    @inline(__always)
+    private static func predict(_ p1: Int64, _ v1: Int64, _ v2: Int64) -> Int64 {
+        let q = p1 &+ ((v1 &* 99 &- v2 &* 45 &+ 32) >> 6)
+        return min(max(q, Int64(Int32.min)), Int64(Int32.max))
     }
 }
