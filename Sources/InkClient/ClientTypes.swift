@@ -16,7 +16,12 @@ public struct ClientConfiguration: Sendable {
     /// `.upTo(roomSeq: 0, digest: 0)` asks for the whole log as a tail, with every batch's
     /// original command times (what `inkwire export` needs) while the daemon still holds it.
     public var initialHave: JoinHave = .nothing
-    public var arq = ARQConfiguration()
+    /// The device's ARQ settings; `provesAddress` is on (docs/protocol.md 8.1).
+    public var arq: ARQConfiguration = {
+        var c = ARQConfiguration()
+        c.provesAddress = true
+        return c
+    }()
 
     /// Own batches not yet acknowledged durable; `send` refuses more (`.tooManyPending`).
     public static let maxPendingBatches = RoomFollower.maxPendingBatches

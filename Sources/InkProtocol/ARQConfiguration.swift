@@ -49,6 +49,13 @@ public struct ARQConfiguration: Sendable {
     /// loss rarely takes both copies, short enough to beat the next batch.
     public var minRedundancyDelay = Instant.Duration.milliseconds(5)
     public var maxRedundancyDelay = Instant.Duration.milliseconds(30)
+    /// Keep proving this end's address: until the peer acknowledges a datagram of ours that
+    /// echoed one of its timestamps, ping at the probe timeout even with nothing in flight
+    /// (RFC 9002 6.2.2.1's anti-deadlock rule). A relay sends an unproven address no more than
+    /// it received (docs/protocol.md 8.1); when a device's only echo (an ack) is lost, the
+    /// relay's answer and everything after it otherwise wait for the device's next keepalive,
+    /// 5 s. Devices set it (`ClientConfiguration.arq` does); the relay has nothing to prove.
+    public var provesAddress = false
     /// Send an ack-eliciting ping after this long without sending one.
     public var keepaliveInterval = Instant.Duration.milliseconds(5000)
     /// Report `.peerUnreachable` after this long without hearing from a peer we await.

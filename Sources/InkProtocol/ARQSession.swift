@@ -68,6 +68,10 @@ public final class ARQSession: DatagramEndpoint {
     private var probesOwed = 0
     private var lastAckElicitingSentAt: Instant
     private var lastKeepaliveAt: Instant?
+    /// Our first datagram that echoed a peer timestamp (carried an ack block), and whether the
+    /// peer has echoed that one or a later one back: then it knows we receive at this address.
+    private var firstEchoingDatagram: UInt64?
+    private var addressProven = false
 
     // Sent datagram history: datagram i at slot i % history.
     private var datagramCount: UInt64 = 0
@@ -440,6 +444,7 @@ public final class ARQSession: DatagramEndpoint {
         counters.datagramsSent += 1
         counters.bytesSent += bytes.count
         if let ack = frame.ack {
+            if firstEchoingDatagram == nil { firstEchoingDatagram = datagramCount - 1 }
             lastAdvertisedWindow = ack.window
             ackPending = false
             ackImmediately = false
@@ -534,6 +539,7 @@ public final class ARQSession: DatagramEndpoint {
            largestAckedDatagram.map({ sent.index > $0 }) ?? true {
             sampleLoss(previous: largestAckedDatagram, echoed: sent.index, echoedAt: sent.at)
             largestAckedDatagram = sent.index
+            if let f = firstEchoingDatagram, sent.index >= f { addressProven = true }
             markAcknowledged(datagram: sent.index)
             if sent.index >= redundancyDatagram { redundancyAt = nil }
             newLargest = true
@@ -660,7 +666,8 @@ public final class ARQSession: DatagramEndpoint {
     /// The probe timeout: RTO plus the peer's ack delay, doubled per unanswered probe, capped.
     private func probeDeadline() -> Instant? {
         let blocked = ledger.isEmpty && !queue.isEmpty
-        guard (!ledger.isEmpty && pendingRetransmits < ledger.count) || blocked else { return nil }
+        let proving = configuration.provesAddress && hasReceived && !addressProven
+        guard (!ledger.isEmpty && pendingRetransmits < ledger.count) || blocked || proving else { return nil }
         let base = rtt.retransmissionTimeout(floor: configuration.minRTO, ceiling: configuration.maxRTO) + peerMaxAckDelay
         let backedOff = base.microseconds << UInt64(min(ptoCount, 16))
         let timeout = Instant.Duration(microseconds: min(backedOff, configuration.maxRTO.microseconds))
