@@ -11,11 +11,13 @@ public enum ENetRuntime {
     /// Channels every host opens (control + batches).
     public static let channelCount = 2
 
-    /// How long a reliable packet may go unacknowledged before ENet drops the peer: inkwired's
-    /// own dead-peer timeout (`ARQConfiguration.deadPeerTimeout`), so both give up on a member
-    /// after the same silence. ENet's defaults (5 s once the resend timeout has doubled five
-    /// times, 30 s at most) drop members of a room on a link with 20 % loss.
-    public static let peerTimeoutMs: UInt32 = 15_000
+    /// How long a reliable packet may go unacknowledged before ENet drops the peer. A dropped
+    /// member measures the timeout, not the latency, so it is long: ENet's defaults (5 s once
+    /// the resend timeout has doubled five times, 30 s at most) and then inkwired's own 15 s
+    /// dead-peer silence both dropped members at 20 % loss, because ENet counts from the oldest
+    /// unacknowledged packet and doubles its resend timeout with no ceiling (inkwired's probe
+    /// timeout stops at 2 s).
+    public static let peerTimeoutMs: UInt32 = 60_000
 
     /// Applies `peerTimeoutMs` to a peer (ENet's retry limit stays its default).
     static func configure(_ peer: UnsafeMutablePointer<ENetPeer>) {
