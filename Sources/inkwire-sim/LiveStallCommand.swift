@@ -16,9 +16,7 @@ func liveStallCommand(_ arguments: [String]) -> Int32 {
         let value = rest.isEmpty ? "" : rest.removeFirst()
         switch flag {
         case "--seeds":
-            let b = value.split(separator: "-", maxSplits: 1).compactMap { UInt64($0) }
-            guard b.count == 2, b[0] <= b[1] else { usage("bad --seeds \(value)") }
-            seeds = b[0]...b[1]
+            seeds = seedRange(value)
         case "--spike-ms":
             guard let v = UInt64(value) else { usage("bad --spike-ms \(value)") }
             spikeMs = v

@@ -46,9 +46,7 @@ while !arguments.isEmpty {
     let value = arguments.isEmpty ? "" : arguments.removeFirst()
     switch flag {
     case "--seeds":
-        let bounds = value.split(separator: "-", maxSplits: 1).compactMap { UInt64($0) }
-        guard bounds.count == 2, bounds[0] <= bounds[1] else { usage("bad --seeds \(value)") }
-        seeds = Array(bounds[0] ... bounds[1])
+        seeds = Array(seedRange(value))
     case "--seed":
         guard let s = UInt64(value) else { usage("bad --seed \(value)") }
         seeds = [s]
