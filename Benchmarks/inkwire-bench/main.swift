@@ -3,6 +3,7 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "kcp-experiment"
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "udp-loopback" { runUDPLoopback(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "codec" { runCodecBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "codec-entropy" { runCodecEntropyBench(Array(CommandLine.arguments.dropFirst(2))) }
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "codec-size-lab" { runCodecSizeLab(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "store" { runStoreBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "sync" { runSyncBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "link" { runLinkProxy(Array(CommandLine.arguments.dropFirst(2))) }
@@ -22,5 +23,6 @@ print("""
       mqtt-chaos      MQTT proxy: delay, duplicate, burst publishes
       bridge          N daemons bridged through mosquitto
       codec-entropy   the entropy figures behind the codec size target
+      codec-size-lab  codec size experiments (cross-validated tables)
     """)
 print("inkwire-bench: not yet implemented")
