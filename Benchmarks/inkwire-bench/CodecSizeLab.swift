@@ -10,7 +10,9 @@ import InkCodec
 /// predictor coefficients) counted on the other. `points_bytes_per_point` covers every point's
 /// coordinates (the codec's 3.15: main residuals 2.23 plus a stroke's first three points 0.92);
 /// `saving` is against the `codec` row, the codec's own predictors charged the same way.
-/// Then the batches' byte rounding (`LabTail`). One JSON line per variant, then a table.
+/// Then: a continuing point's end phase and frame gap coded by its speed (`LabPhase`), one-frame
+/// predictors over longer histories (`LabHistory`) and the batches' byte rounding (`LabTail`).
+/// One JSON line per variant, then a table.
 func runCodecSizeLab(_ arguments: [String]) -> Never {
     var tracePath = ""
     var window = Batch.liveFlushMs
@@ -41,17 +43,28 @@ func runCodecSizeLab(_ arguments: [String]) -> Never {
     for order in LabOrder.allCases where order != .sequential {
         variants.append(LabVariant(name: "ls-\(order.rawValue)+start-choice", codecPredictors: false, order: order, start: .choice))
     }
+    variants.append(LabVariant(name: "codec+first-points-y-by-x", codecPredictors: true, order: .sequential, start: .anchor, yByX: true))
+    variants.append(LabVariant(name: "codec+second-drift", codecPredictors: true, order: .sequential, start: .anchor, secondDrift: true))
     variants.append(LabVariant(name: "ls-second-first+start-paused", codecPredictors: false, order: .secondFirst, start: .paused))
+    variants.append(LabVariant(name: "all-above", codecPredictors: false, order: .secondFirst, start: .paused, yByX: true, secondDrift: true))
     var rows: [(String, Double, String)] = []
     for v in variants {
         let bits = crossValidatedBits(v.items(strokes))
         let perPoint = bits.total / 8 / Double(points)
-        let parts = LabPart.allCases.compactMap { p in bits.byPart[p].map { (p.rawValue, $0 / 8 / Double(points)) } }
-        rows.append((v.name, perPoint, parts.map { "\($0.0) \(fixed2($0.1))" }.joined(separator: ", ")))
+        let parts = LabPart.allCases.compactMap { p in bits.byPart[p].map { (p.rawValue, $0 / 8 / Double(points), $0 / Double(bits.points[p]!)) } }
+        rows.append((v.name, perPoint, parts.map { "\($0.0) \(fixed2($0.1)) (\(fixed1($0.2)))" }.joined(separator: ", ")))
         let saving = rows[0].1 - perPoint
         print("{\"bench\":\"codec-size-lab\",\"variant\":\"\(v.name)\",\"points\":\(points),\"strokes\":\(strokes.count),"
             + "\"points_bytes_per_point\":\(fixed4(perPoint)),\"saving\":\(fixed4(saving)),"
-            + parts.map { "\"\($0.0)\":\(fixed4($0.1))" }.joined(separator: ",") + "}")
+            + parts.map { "\"\($0.0)\":\(fixed4($0.1)),\"\($0.0)_bits_per_coded_point\":\(fixed2($0.2))" }.joined(separator: ",") + "}")
+    }
+    let phase = LabPhase(strokes)
+    print("{\"bench\":\"codec-size-lab\",\"variant\":\"phase-and-gap-by-speed\",\"by_count_bytes_per_point\":\(fixed4(phase.byCountBits / 8 / Double(points))),"
+        + "\"by_speed_bytes_per_point\":\(fixed4(phase.bySpeedBits / 8 / Double(points))),\"saving\":\(fixed4((phase.byCountBits - phase.bySpeedBits) / 8 / Double(points)))}")
+    let history = LabHistory(strokes)
+    for row in history.rows {
+        print("{\"bench\":\"codec-size-lab\",\"variant\":\"history-\(row.k)\",\"samples\":\(history.samples),"
+            + "\"held_out_sigma\":\(fixed1(row.sigma)),\"coefficients\":[\(row.coefficients.map(fixed2).joined(separator: ","))]}")
     }
     let tail: LabTail
     do { tail = try LabTail(batches) } catch { sizeLabUsage("encode failed: \(error)") }
@@ -63,14 +76,22 @@ func runCodecSizeLab(_ arguments: [String]) -> Never {
         + "\"codec_bytes_per_point\":\(fixed4(perPoint(tail.codecBits))),\"shortest_tail_saving\":\(fixed4(perPoint(tail.codecBits - tail.shortestTailBits)))}")
     print("")
     print("\(points) points, \(strokes.count) strokes, \(batches.count) batches of \(window) ms; cross-validated over alternate strokes")
-    print("  variant                              points B/pt  saving   B/pt by part (start, 2nd, 3rd point, main; ahead/between)")
+    print("  variant                              points B/pt  saving   B/pt of all points by part (bits per point coded so)")
     for (name, value, parts) in rows {
         print("  " + name.padding(toLength: 36, withPad: " ", startingAt: 0) + " " + fixed4(value) + "      " + fixed4(rows[0].1 - value) + "   " + parts)
+    }
+    print("  continuing points' end phase and frame gap: by remembered count \(fixed4(phase.byCountBits / 8 / Double(points))) B/pt,"
+        + " also by speed \(fixed4(phase.bySpeedBits / 8 / Double(points))) (saving \(fixed4((phase.byCountBits - phase.bySpeedBits) / 8 / Double(points))))")
+    print("  one-frame least-squares predictors over the last K points (\(history.samples) points after 8 one-frame steps):")
+    for row in history.rows {
+        print("    K = \(row.k): held-out robust sigma \(fixed1(row.sigma)) millionths, weights on past steps \(row.coefficients.map(fixed2).joined(separator: " "))")
     }
     print("  byte rounding, bits a batch: codec \(fixed4(perBatch(tail.codecBits))), whole bytes \(fixed4(perBatch(tail.wholeByteBits))),"
         + " shortest tail \(fixed4(perBatch(tail.shortestTailBits))) (saving \(fixed4(perPoint(tail.codecBits - tail.shortestTailBits))) B/pt)")
     exit(0)
 }
+
+private func fixed1(_ v: Double) -> String { String(format: "%.1f", v) }
 
 private func fixed2(_ v: Double) -> String { String(format: "%.2f", v) }
 

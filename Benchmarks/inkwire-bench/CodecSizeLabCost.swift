@@ -25,13 +25,22 @@ struct LabItem {
     var signTables: Int?
     /// Further symbols this point costs (a choice between predictions), as (table, alphabet, symbol).
     var extra: [(table: Int, alphabet: Int, symbol: Int)] = []
+    /// y's residual table also chosen by x's magnitude class (`LabItem.yClass`).
+    var yByX = false
+
+    /// Buckets of x's magnitude symbol (bit lengths 0-8, 9-12, 13-14, 15, 16, 17 and more).
+    static func yClass(_ xSymbol: Int) -> Int {
+        let k = xSymbol < 4 ? 0 : xSymbol / 4 + 2
+        return k <= 8 ? 1 : (k <= 12 ? 2 : (k <= 14 ? 3 : min(k - 11, 6)))
+    }
 }
 
 /// Total bits of a variant's items: each half charged with tables (and predictor coefficients)
 /// counted on the other half, so no figure is a plug-in entropy of its own sample.
-func crossValidatedBits(_ items: [LabItem]) -> (total: Double, byPart: [LabPart: Double]) {
+func crossValidatedBits(_ items: [LabItem]) -> (total: Double, byPart: [LabPart: Double], points: [LabPart: Int]) {
     var bits = 0.0
     var byPart: [LabPart: Double] = [:]
+    var points: [LabPart: Int] = [:]
     for train in 0..<2 {
         let fits = LabFits(items, fold: train)
         var tables = LabTables()
@@ -48,9 +57,10 @@ func crossValidatedBits(_ items: [LabItem]) -> (total: Double, byPart: [LabPart:
             let b = Double(events.rawBits) + events.symbols.reduce(0.0) { $0 + tables.bits($1.0, alphabet: $1.1, symbol: $1.2) }
             bits += b
             byPart[part, default: 0] += b
+            points[part, default: 0] += 1
         }
     }
-    return (bits, byPart)
+    return (bits, byPart, points)
 }
 
 /// Where a point's bits go, from its residual table.
@@ -58,9 +68,13 @@ enum LabPart: String, CaseIterable {
     case start, second, third, main
     case extrapolated = "ahead", interpolated = "between"
 
+    /// Table ids: 0 start, 1-9 the codec's (n, c), 20-25 ahead, 30-42 between, this one the
+    /// start after a character's pause.
+    static let pausedStartTable = 60
+
     init(table: Int) {
         switch table {
-        case 0, 40: self = .start
+        case 0, LabPart.pausedStartTable: self = .start
         case 1...3: self = .second
         case 4...6: self = .third
         case 7...9: self = .main
@@ -133,6 +147,8 @@ struct LabFits {
         }
     }
 
+    func coefficients(_ cls: Int) -> [Double] { coefficients[cls] ?? [] }
+
     func prediction(_ item: LabItem) -> (Int64, Int64) {
         guard let cls = item.fitClass else { return (item.baseX, item.baseY) }
         let c = coefficients[cls] ?? item.fallbackClass.flatMap { coefficients[$0] }
@@ -148,7 +164,7 @@ struct LabFits {
         let ry = item.targetY - py
         let sx = BinaryLabResidual.symbol(rx)
         let sy = BinaryLabResidual.symbol(ry)
-        var symbols: [(Int, Int, Int)] = [(2 * item.table, 124, sx.symbol), (2 * item.table + 1, 124, sy.symbol)]
+        var symbols: [(Int, Int, Int)] = [(2 * item.table, 124, sx.symbol), (2 * item.table + 1 + (item.yByX ? 1000 * LabItem.yClass(sx.symbol) : 0), 124, sy.symbol)]
         var raw = sx.extraBits + sy.extraBits
         if let s = item.signTables {
             let base = LabTables.signTableBase + s

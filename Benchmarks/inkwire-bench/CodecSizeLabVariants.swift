@@ -32,6 +32,10 @@ struct LabVariant {
     var codecPredictors: Bool
     var order: LabOrder
     var start: LabStart
+    /// A stroke's first three points: y's magnitude table chosen by x's magnitude class.
+    var yByX = false
+    /// The second point: the first plus a fitted drift per frame gap (not the first itself).
+    var secondDrift = false
 
     func items(_ strokes: [LabStroke]) -> [LabItem] {
         var items: [LabItem] = []
@@ -63,6 +67,7 @@ struct LabVariant {
     private func startItem(_ s: LabStroke) -> LabItem {
         let p = s.points[0]
         var item = LabItem(fold: s.fold, targetX: p.x, targetY: p.y, baseX: s.anchorX, baseY: s.anchorY, table: 0, signTables: 0)
+        item.yByX = yByX
         switch start {
         case .anchor: break
         case .previousEnd: (item.baseX, item.baseY) = (s.previousEndX, s.previousEndY)
@@ -75,7 +80,7 @@ struct LabVariant {
             if p.gapFrames >= LabStrokes.characterPauseFrames {
                 (item.baseX, item.baseY) = (s.characterX, s.characterY)
                 (item.featuresX, item.featuresY) = ([1, 0], [0, 1])
-                (item.table, item.signTables, item.fitClass) = (40, 12, key(7, 0, 0))
+                (item.table, item.signTables, item.fitClass) = (LabPart.pausedStartTable, 12, key(7, 0, 0))
             } else {
                 (item.featuresX, item.featuresY) = ([s.previousEndX - s.anchorX, 1, 0], [s.previousEndY - s.anchorY, 0, 1])
                 item.fitClass = key(7, 1, 0)
@@ -91,6 +96,11 @@ struct LabVariant {
         let c = p[j].timeClass
         var item = LabItem(fold: s.fold, targetX: p[j].x, targetY: p[j].y, baseX: p[j - 1].x, baseY: p[j - 1].y,
                            table: 1 + (n - 1) * 3 + c, signTables: n < 3 ? 4 * n : nil)
+        item.yByX = yByX && n < 3
+        if n == 1 && secondDrift {
+            (item.featuresX, item.featuresY) = ([1, 0], [0, 1])
+            item.fitClass = key(8, Int(min(p[j].frame - p[j - 1].frame, 6)), 0)
+        }
         guard n >= 2 else { return item }
         let vx = [p[j - 1].x - p[j - 2].x] + (n == 3 ? [p[j - 2].x - p[j - 3].x] : [])
         let vy = [p[j - 1].y - p[j - 2].y] + (n == 3 ? [p[j - 2].y - p[j - 3].y] : [])
