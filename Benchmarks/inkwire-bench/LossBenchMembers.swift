@@ -33,10 +33,13 @@ final class InkwireLossMember: LossMember {
     private var tcp: TCPConnection?
     private var connected = false
     private let timer: LoopTimer
+    /// The TCP retransmission-timeout ceiling a device sets (inkwired's default `--tcp-rto-max-ms`).
+    static let defaultTCPRetransmitCeilingMs: UInt32 = 2000
     /// Batches the session refused for now (too many unacknowledged); sent first, in order.
     private var waiting: [[TimedCommand]] = []
 
-    init(loop: EventLoop, server: SocketAddress, datagram: Bool, configuration: ClientConfiguration) throws {
+    init(loop: EventLoop, server: SocketAddress, datagram: Bool, configuration: ClientConfiguration,
+         tcpRetransmitCeilingMs: UInt32 = InkwireLossMember.defaultTCPRetransmitCeilingMs) throws {
         self.loop = loop
         timer = try LoopTimer(loop: loop)
         let now = Instant(microseconds: loop.now)
@@ -61,6 +64,9 @@ final class InkwireLossMember: LossMember {
                     failure = failure ?? "tcp connect: \(error)"
                 case .success(let connection):
                     try? connection.setNoDelay(true)
+                    // The device's side of the stream gets the daemon's retransmission ceiling
+                    // too (protocol.md 8.2): the drawer's batches travel this way.
+                    if tcpRetransmitCeilingMs > 0 { try? connection.setRetransmitCeiling(milliseconds: tcpRetransmitCeilingMs) }
                     do {
                         try connection.startReading({ [unowned self] bytes in
                                         session.handleStreamBytes(Array(bytes), now: Instant(microseconds: self.loop.now))

@@ -36,6 +36,7 @@ struct LossBenchOptions: Sendable {
         usage: inkwire-bench loss [--loss-percent 0,2,5,10,20] [--rtt-ms 40] [--rooms 2] [--members 4]
           [--trace ../shared/traces/lesson-a.csv] [--duration 4] [--transports inkwire-udp,inkwire-tcp,enet]
           [--seed 1] [--out DIR] [--link proxy|netns] [--tcp-cc ALG] [--drain-timeout 30]
+          [--tcp-rto-max-ms 2000]
           Starts a real inkwired and the ENet baseline relay; per room one member draws the trace
           (its first --duration seconds from a per-room offset, at the recorded pace, in 60 ms
           batches) and the others watch, all through a link with --rtt-ms / 2 delay each way and
@@ -44,6 +45,8 @@ struct LossBenchOptions: Sendable {
           to --out (default ./bench-out). --link netns (the default as root) runs the relay and the
           members in two network namespaces joined by an impaired TUN link, so TCP sees the same
           packet loss; --link proxy (no root) impairs UDP only and skips inkwire-tcp.
+          --tcp-rto-max-ms caps inkwire-tcp's retransmission timeout at both ends (inkwired's
+          --tcp-rto-max-ms and the members' sockets; 0 keeps the kernel's 120 s).
         """
 
     struct Invalid: Error, CustomStringConvertible {
@@ -69,6 +72,9 @@ struct LossBenchOptions: Sendable {
     /// namespaces take from the host (bbr on the benchmark machine, where a namespace may only
     /// pick reno or the host's default).
     var tcpCongestionControl: String?
+    /// inkwire-tcp's retransmission-timeout ceiling at both ends, ms (0: the kernel's own); the
+    /// default is inkwired's.
+    var tcpRetransmitCeilingMs: UInt32 = InkwireLossMember.defaultTCPRetransmitCeilingMs
 
     init() {}
 
@@ -115,6 +121,7 @@ struct LossBenchOptions: Sendable {
             case "--trace": tracePath = try value(name)
             case "--duration": durationSeconds = try seconds(name)
             case "--drain-timeout": drainTimeoutSeconds = try seconds(name)
+            case "--tcp-rto-max-ms": tcpRetransmitCeilingMs = UInt32(try integer(name, 0...120_000))
             case "--transports":
                 let text = try value(name)
                 var chosen: [LossTransport] = []

@@ -127,6 +127,8 @@ struct LossRunResult {
     var durationSeconds: Double
     /// TCP congestion control the packet-level link's namespaces use (empty otherwise).
     var tcpCongestionControl = ""
+    /// inkwire-tcp's retransmission-timeout ceiling at both ends, ms (0 the kernel's; nil for other transports).
+    var tcpRetransmitCeilingMs: Int?
     var commandsSent = 0
     var expected = 0
     var delivered = 0
@@ -169,7 +171,8 @@ struct LossRunResult {
         var fields: [(String, String)] = [
             ("bench", "\"loss\""), ("transport", "\"\(transport)\""), ("loss_percent", number(lossPercent)),
             ("rtt_ms", "\(rttMilliseconds)"), ("rooms", "\(rooms)"), ("members", "\(members)"), ("seed", "\(seed)"),
-            ("link", "\"\(link)\""), ("tcp_cc", "\"\(tcpCongestionControl)\""), ("duration_s", number(durationSeconds)),
+            ("link", "\"\(link)\""), ("tcp_cc", "\"\(tcpCongestionControl)\""), ("tcp_rto_max_ms", tcpRetransmitCeilingMs.map { "\($0)" } ?? "null"),
+            ("duration_s", number(durationSeconds)),
             ("p50_ms", number(percentileMs(0.5))), ("p99_ms", number(percentileMs(0.99))),
             ("p999_ms", number(percentileMs(0.999))), ("max_ms", number(percentileMs(1))),
             ("completeness", number(completeness, 6)), ("commands_sent", "\(commandsSent)"), ("deliveries_expected", "\(expected)"),

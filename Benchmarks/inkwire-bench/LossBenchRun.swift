@@ -84,7 +84,8 @@ struct LossScenario {
                                       tcpCongestionControl: options.tcpCongestionControl)
         }
         let server = try LossBenchServer(transport == .enet ? .enetRelay : .inkwired, binDirectory: binDirectory,
-                                         host: netns?.serverHost ?? "127.0.0.1", launcher: netns?.serverLauncher ?? [])
+                                         host: netns?.serverHost ?? "127.0.0.1", launcher: netns?.serverLauncher ?? [],
+                                         tcpRetransmitCeilingMs: options.tcpRetransmitCeilingMs)
         defer { server.stop() }
         let loop = try EventLoop()
         defer { loop.shutdown() }
@@ -106,6 +107,7 @@ struct LossScenario {
         }
         result.link = link.name
         if netns != nil { result.tcpCongestionControl = options.tcpCongestionControl ?? lossBenchHostTCPCongestionControl() }
+        if transport == .inkwireTCP { result.tcpRetransmitCeilingMs = Int(options.tcpRetransmitCeilingMs) }
 
         // Members: the first of each room draws, the others watch (their sockets are opened in
         // the client namespace with the packet-level link).
@@ -126,7 +128,7 @@ struct LossScenario {
                                                                 origin: UInt64(room) << 16 | UInt64(index + 1))
                         configuration.initialHave = .nothing
                         member = try InkwireLossMember(loop: loop, server: target, datagram: transport == .inkwireUDP,
-                                                       configuration: configuration)
+                                                       configuration: configuration, tcpRetransmitCeilingMs: options.tcpRetransmitCeilingMs)
                     }
                     members.append(member)
                     closers.append(member)

@@ -27,7 +27,8 @@ final class LossBenchServer {
 
     /// Starts the relay. `binDirectory` holds `inkwired` and `inkwire-bench`; `launcher` may wrap
     /// the command (e.g. run it inside a network namespace); `host` is the address it binds.
-    init(_ kind: Kind, binDirectory: String, host: String = "127.0.0.1", launcher: [String] = []) throws(Failure) {
+    init(_ kind: Kind, binDirectory: String, host: String = "127.0.0.1", launcher: [String] = [],
+         tcpRetransmitCeilingMs: UInt32 = InkwireLossMember.defaultTCPRetransmitCeilingMs) throws(Failure) {
         self.kind = kind
         var template = Array("/tmp/inkwire-bench-loss-XXXXXX".utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
@@ -38,7 +39,8 @@ final class LossBenchServer {
         switch kind {
         case .inkwired:
             command = [binDirectory + "/inkwired", "--udp", "\(host):0", "--tcp", "\(host):0", "--data-dir", directory + "/data",
-                       "--new-sessions-per-second", "100000", "--max-members", "\(LossBenchOptions.maximumMembers)"]
+                       "--new-sessions-per-second", "100000", "--max-members", "\(LossBenchOptions.maximumMembers)",
+                       "--tcp-rto-max-ms", "\(tcpRetransmitCeilingMs)"]
         case .enetRelay:
             command = [binDirectory + "/inkwire-bench", "enet-relay", "--listen", "\(host):0"]
         }

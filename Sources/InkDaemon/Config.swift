@@ -17,6 +17,9 @@ public struct DaemonLimits: Sendable, Equatable {
     /// The app's own heartbeat interval and silent-peer timeout.
     public var legacyHeartbeatMs: UInt64 = 3000
     public var legacyTimeoutMs: UInt64 = 9000
+    /// Ceiling of an accepted TCP stream's retransmission timeout, ms (0: the kernel's 120 s);
+    /// see `TCPRetransmitPolicy`. Needs Linux 6.15+.
+    public var tcpRetransmitCeilingMs: UInt32 = 2000
 
     public static let defaults = DaemonLimits()
     public init() {}
@@ -205,6 +208,7 @@ extension DaemonConfig {
         limits.shutdownTimeoutMs = UInt64(try number(one("shutdown-timeout-ms"), "shutdown-timeout-ms", 100...600_000, Int(limits.shutdownTimeoutMs)))
         limits.legacyHeartbeatMs = UInt64(try number(one("legacy-heartbeat-ms"), "legacy-heartbeat-ms", 10...600_000, Int(limits.legacyHeartbeatMs)))
         limits.legacyTimeoutMs = UInt64(try number(one("legacy-timeout-ms"), "legacy-timeout-ms", 10...3_600_000, Int(limits.legacyTimeoutMs)))
+        limits.tcpRetransmitCeilingMs = UInt32(try number(one("tcp-rto-max-ms"), "tcp-rto-max-ms", 0...Int(tcpKernelRetransmitCeilingMs), Int(limits.tcpRetransmitCeilingMs)))
         config.limits = limits
         return config
     }

@@ -58,6 +58,7 @@ public struct ConfigFlag: Sendable {
         ConfigFlag("max-datagram", "BYTES", "largest UDP datagram accepted (default \(DaemonLimits.defaults.maxDatagramBytes))", reloadable: true),
         ConfigFlag("max-frame", "BYTES", "largest native TCP frame accepted (default \(DaemonLimits.defaults.maxFrameBytes))", reloadable: true),
         ConfigFlag("new-sessions-per-second", "N", "new sessions one source address may open per second (default \(DaemonLimits.defaults.newSessionsPerSecond))", reloadable: true),
+        ConfigFlag("tcp-rto-max-ms", "MS", "ceiling of a TCP stream's retransmission timeout, Linux 6.15+; 0 keeps the kernel's 120 s (default \(DaemonLimits.defaults.tcpRetransmitCeilingMs); reloaded on SIGHUP for new connections)", reloadable: true),
         ConfigFlag("shutdown-timeout-ms", "MS", "longest a graceful stop may take before exiting anyway (default \(DaemonLimits.defaults.shutdownTimeoutMs))"),
         ConfigFlag("check-config", nil, "validate flags, environment and files, then exit (non-zero on error)"),
         ConfigFlag("version", nil, "print the version and exit"),

@@ -19,6 +19,7 @@ public final class Daemon {
     let driver: RelayDriver
     let authorizer: DaemonAuthorizer
     let legacyContext: LegacyContext
+    let tcpRetransmitPolicy: TCPRetransmitPolicy
     var tokenVerifier: TokenVerifier?
     var legacyListeners: [LegacyListener] = []
     var udp: [UDPTransport] = []
@@ -82,7 +83,9 @@ public final class Daemon {
             throw ConfigError("relay timer: \(error)")
         }
         driver.restoreRooms()
-        legacyContext = LegacyContext(loop: loop, driver: driver, logger: logger, metrics: metrics, limits: config.limits)
+        tcpRetransmitPolicy = TCPRetransmitPolicy(ceilingMs: config.limits.tcpRetransmitCeilingMs, logger: logger)
+        legacyContext = LegacyContext(loop: loop, driver: driver, logger: logger, metrics: metrics, limits: config.limits,
+                                      tcpRetransmitPolicy: tcpRetransmitPolicy)
         box.daemon = self
         try openBridge()
     }

@@ -25,6 +25,7 @@ final class LegacyListener {
 
     private func accept(_ connection: TCPConnection) {
         context.metrics.connectionsAccepted.labels("legacy").increment()
+        context.tcpRetransmitPolicy.apply(to: connection)
         let number = nextPeerNumber
         nextPeerNumber += 1
         let peer = LegacyPeer(connection: connection, room: room, number: number, context: context) { [weak self] peer in
@@ -48,13 +49,16 @@ final class LegacyContext {
     let driver: RelayDriver
     let logger: Logger
     let metrics: DaemonMetrics
+    let tcpRetransmitPolicy: TCPRetransmitPolicy
     var heartbeatMicroseconds: UInt64
     var timeoutMicroseconds: UInt64
     /// High bits of every legacy peer's producer id, random per daemon start, so batches of a
     /// connection after a restart never look like duplicates of an earlier one.
     let originBase: UInt64
 
-    init(loop: EventLoop, driver: RelayDriver, logger: Logger, metrics: DaemonMetrics, limits: DaemonLimits) {
+    init(loop: EventLoop, driver: RelayDriver, logger: Logger, metrics: DaemonMetrics, limits: DaemonLimits,
+         tcpRetransmitPolicy: TCPRetransmitPolicy) {
+        self.tcpRetransmitPolicy = tcpRetransmitPolicy
         self.loop = loop
         self.driver = driver
         self.logger = logger

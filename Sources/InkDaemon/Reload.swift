@@ -32,6 +32,7 @@ extension Daemon {
         limits.maxMembersPerRoom = config.limits.maxMembersPerRoom
         config.limits = limits
         legacyContext.apply(limits)
+        tcpRetransmitPolicy.ceilingMs = limits.tcpRetransmitCeilingMs
         config.maxRoomHistoryBytes = next.maxRoomHistoryBytes
         config.roomIdleExpiryMs = next.roomIdleExpiryMs
         store.applyLiveLimits(maxRoomHistoryBytes: next.maxRoomHistoryBytes, idleRoomExpiryMs: next.roomIdleExpiryMs)

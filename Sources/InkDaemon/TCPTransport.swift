@@ -29,6 +29,7 @@ final class TCPTransport {
             connection.close()
             return
         }
+        daemon.tcpRetransmitPolicy.apply(to: connection)
         let peer = NativeStreamConnection(connection: connection, daemon: daemon) { [weak self] peer in
             self?.connections[ObjectIdentifier(peer)] = nil
         }

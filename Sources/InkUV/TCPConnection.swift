@@ -93,6 +93,16 @@ public final class TCPConnection: HandleOwner {
         try UVError.check(uv_tcp_keepalive(handle, enabled ? 1 : 0, delaySeconds), "tcp_keepalive")
     }
 
+    /// TCP_RTO_MAX_MS: caps the retransmission timeout's exponential backoff (the kernel's is
+    /// 120 s). Throws `UVError.optionUnsupported` on kernels older than Linux 6.15.
+    public func setRetransmitCeiling(milliseconds: UInt32) throws(UVError) {
+        guard let handle, !isClosing else { throw UVError.closed("tcp_rto_max") }
+        try InkUV.setRetransmitCeiling(handle, milliseconds: milliseconds, "tcp_rto_max")
+    }
+
+    /// The socket's retransmission-timeout ceiling in ms; nil when the kernel has no such option.
+    public var retransmitCeilingMilliseconds: UInt32? { handle.flatMap(retransmitCeiling) }
+
     public var localAddress: SocketAddress? { handle.flatMap { tcpAddress($0, uv_tcp_getsockname) } }
     public var remoteAddress: SocketAddress? { handle.flatMap { tcpAddress($0, uv_tcp_getpeername) } }
 

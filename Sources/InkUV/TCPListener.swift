@@ -50,6 +50,13 @@ public final class TCPListener: HandleOwner {
     }
     private var bindTarget: SocketAddress?
 
+    /// TCP_RTO_MAX_MS on the listening socket: bounds its SYN-ACK retransmissions' backoff and is
+    /// what accepted connections start with. Throws `UVError.optionUnsupported` before Linux 6.15.
+    public func setRetransmitCeiling(milliseconds: UInt32) throws(UVError) {
+        guard let handle, !isClosing else { throw UVError.closed("tcp_rto_max") }
+        try InkUV.setRetransmitCeiling(handle, milliseconds: milliseconds, "tcp_rto_max")
+    }
+
     /// The bound address (with the port the kernel picked for port 0).
     public var localAddress: SocketAddress? { handle.flatMap { tcpAddress($0, uv_tcp_getsockname) } }
 

@@ -41,6 +41,8 @@ public struct UVError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let invalidArgument: Int32 = UV_EINVAL.rawValue
     public static let messageTooLong: Int32 = UV_EMSGSIZE.rawValue
     public static let connectionReset: Int32 = UV_ECONNRESET.rawValue
+    /// ENOPROTOOPT: the kernel does not know a socket option (e.g. TCP_RTO_MAX_MS before 6.15).
+    public static let optionUnsupported: Int32 = UV_ENOPROTOOPT.rawValue
     public static let brokenPipe: Int32 = UV_EPIPE.rawValue
 
     /// The error raised when a closed handle is used.

@@ -19,6 +19,9 @@ import InkUV
         #expect(config.tokenSecretFile == nil)
         #expect(config.metrics == nil)
         #expect(config.limits == DaemonLimits())
+        #expect(config.limits.tcpRetransmitCeilingMs == 2000)
+        #expect(try parse(["--tcp-rto-max-ms", "0"]).limits.tcpRetransmitCeilingMs == 0)
+        #expect(try parse([], ["INKWIRE_TCP_RTO_MAX_MS": "750"]).limits.tcpRetransmitCeilingMs == 750)
     }
 
     @Test func flagsOverFileOverEnvironment() throws {
@@ -41,6 +44,7 @@ import InkUV
         (["--metrics", "host:80"], "--metrics: invalid address 'host:80': host must be an IPv4 address, localhost, or [IPv6]"),
         (["--config", "/missing"], "--config /missing: cannot read the file"),
         (["--legacy", "127.0.0.1:1="], "--legacy '127.0.0.1:1=': ROOM must be 1 to 64 bytes without control characters"),
+        (["--tcp-rto-max-ms", "120001"], "--tcp-rto-max-ms '120001': expected a whole number from 0 to 120000"),
     ])
     func errors(arguments: [String], message: String) {
         #expect(throws: ConfigError(message)) { try parse(arguments) }
