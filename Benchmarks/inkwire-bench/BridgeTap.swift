@@ -5,7 +5,8 @@ import MQTTChaos
 /// Splits the broker hop of `inkwire-bench bridge --tap` into legs, from what the MQTT proxy
 /// sees: *home* (drawer hands the batch to its socket -> the home's `record` publish reaches the
 /// proxy), *broker* (that publish -> each copy leaving the broker towards a follower) and
-/// *follower* (the first copy leaving the broker -> delivery at a remote watcher).
+/// *follower* (the first copy leaving the broker, live or in a catch-up response -> delivery at
+/// a remote watcher).
 final class BridgeTap {
     /// Per room, per roomSeq - 1: when the home's record reached the proxy, and when the first
     /// copy came back from the broker (0: not yet).
@@ -37,27 +38,46 @@ final class BridgeTap {
     }
 
     private func observe(_ side: MQTTChaosSession.Side, _ packet: MQTTPacket, _ now: UInt64) {
-        guard let topic = packet.publishTopic, topic.count >= 4, Array(topic.suffix(4)) == Array("/log".utf8),
-              let payload = packet.publishPayload(),
-              case .record(let record)? = try? BridgeWire.decode(Array(payload)) else { return }
+        guard let payload = packet.publishPayload(), let message = try? BridgeWire.decode(Array(payload)) else { return }
+        switch message {
+        case .record(let record):
+            observe(record, side: side, now: now)
+        case .response(_, let records) where side == .broker:
+            // A follower that saw a gap (a record the chaos proxy delayed, or published before it
+            // subscribed) catches up from the home's response: that copy leaves the broker too.
+            for record in records {
+                guard let (room, index) = place(record) else { continue }
+                if slot(&brokerOut, room, index) == 0 { brokerOut[room][index] = now }
+            }
+        default:
+            return
+        }
+    }
+
+    private func place(_ record: RelayRecord) -> (room: Int, index: Int)? {
         guard record.room.hasPrefix(roomPrefix), let room = Int(record.room.dropFirst(roomPrefix.count)), room >= 0, room < rooms,
               record.roomSeq >= 1, record.roomSeq <= UInt64(BridgeTap.maximumRoomSeq) else {
             unplaced += 1
-            return
+            return nil
         }
-        let index = Int(record.roomSeq) - 1
-        func slot(_ table: inout [[UInt64]]) -> UInt64 {
-            while table[room].count <= index { table[room].append(0) }
-            return table[room][index]
-        }
+        return (room, Int(record.roomSeq) - 1)
+    }
+
+    private func slot(_ table: inout [[UInt64]], _ room: Int, _ index: Int) -> UInt64 {
+        while table[room].count <= index { table[room].append(0) }
+        return table[room][index]
+    }
+
+    private func observe(_ record: RelayRecord, side: MQTTChaosSession.Side, now: UInt64) {
+        guard let (room, index) = place(record) else { return }
         switch side {
         case .client:  // a daemon (the home) publishing the record
-            guard slot(&homeOut) == 0 else { return }
+            guard slot(&homeOut, room, index) == 0 else { return }
             homeOut[room][index] = now
             if let handed = handedAt(room, record.roomSeq), inWindow(handed) { homeLeg.record(now >= handed ? now - handed : 0) }
         case .broker:  // the broker delivering it to a follower
-            let published = slot(&homeOut)
-            if slot(&brokerOut) == 0 { brokerOut[room][index] = now }
+            let published = slot(&homeOut, room, index)
+            if slot(&brokerOut, room, index) == 0 { brokerOut[room][index] = now }
             if published > 0, let handed = handedAt(room, record.roomSeq), inWindow(handed) {
                 brokerLeg.record(now >= published ? now - published : 0)
             }
