@@ -34,7 +34,7 @@ final class InkwireLossMember: LossMember {
     private var connected = false
     private let timer: LoopTimer
     /// The TCP retransmission-timeout ceiling a device sets (inkwired's default `--tcp-rto-max-ms`).
-    static let defaultTCPRetransmitCeilingMs: UInt32 = 2000
+    static let defaultTCPRetransmitCeilingMs = ClientConfiguration.streamRetransmitCeilingMs
     /// Batches the session refused for now (too many unacknowledged); sent first, in order.
     private var waiting: [[TimedCommand]] = []
 

@@ -117,6 +117,8 @@ final class ClientRunner {
             case .success(let connection):
                 tcp = connection
                 try? connection.setNoDelay(true)
+                // Older kernels lack the option and keep their own backoff (protocol.md 8.2).
+                try? connection.setRetransmitCeiling(milliseconds: ClientConfiguration.streamRetransmitCeilingMs)
                 do {
                     try connection.startReading({ [unowned self, unowned connection] bytes in
                         guard connection === tcp else { return }
