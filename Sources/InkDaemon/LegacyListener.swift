@@ -17,6 +17,7 @@ final class LegacyListener {
             self?.context.metrics.errors(kind: "accept").increment()
             self?.context.logger.warning("legacy accept failed", ["room": room, "error": error])
         }
+        context.tcpRetransmitPolicy.apply(to: listener)
         try listener.listen { [weak self] connection in self?.accept(connection) }
     }
 

@@ -24,9 +24,19 @@ final class TCPRetransmitPolicy {
     /// Sets the ceiling on a new connection (0 keeps the kernel's). A kernel older than Linux
     /// 6.15 has no such option: that is logged once, and streams keep the kernel's backoff.
     func apply(to connection: TCPConnection) {
+        set { ms throws(UVError) in try connection.setRetransmitCeiling(milliseconds: ms) }
+    }
+
+    /// Sets it on a listener too: its SYN-ACK retransmissions, and what a connection starts
+    /// with before `apply(to:)` (the handshake's RTT sample sets its first timeout).
+    func apply(to listener: TCPListener) {
+        set { ms throws(UVError) in try listener.setRetransmitCeiling(milliseconds: ms) }
+    }
+
+    private func set(_ body: (UInt32) throws(UVError) -> Void) {
         guard ceilingMs > 0 else { return }
         do {
-            try connection.setRetransmitCeiling(milliseconds: ceilingMs)
+            try body(ceilingMs)
         } catch where error.code == UVError.optionUnsupported {
             guard !reportedUnsupported else { return }
             reportedUnsupported = true

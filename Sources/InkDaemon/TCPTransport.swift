@@ -16,6 +16,7 @@ final class TCPTransport {
             daemon?.metrics.errors(kind: "accept").increment()
             daemon?.logger.warning("tcp accept failed", ["error": error])
         }
+        daemon.tcpRetransmitPolicy.apply(to: listener)
         try listener.listen { [weak self] connection in self?.accept(connection) }
     }
 
