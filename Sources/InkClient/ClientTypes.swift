@@ -31,7 +31,8 @@ public struct ClientConfiguration: Sendable {
     public static let maxStreamFrameBytes = SessionMessageCodec.maxMessageBytes
     /// The ceiling a device should put on its TCP stream's retransmission timeout, ms (on Linux
     /// 6.15+ the socket option TCP_RTO_MAX_MS), as inkwired does on its side: see protocol.md 8.2.
-    public static let streamRetransmitCeilingMs: UInt32 = 2000
+    /// The ARQ's own probe-timeout ceiling (2 s).
+    public static let streamRetransmitCeilingMs = UInt32(ARQConfiguration().maxRTO.microseconds / 1000)
 
     public init(room: String, user: String, role: MemberRole, token: [UInt8] = [], origin: UInt64) {
         self.room = room

@@ -18,8 +18,8 @@ public struct DaemonLimits: Sendable, Equatable {
     public var legacyHeartbeatMs: UInt64 = 3000
     public var legacyTimeoutMs: UInt64 = 9000
     /// Ceiling of an accepted TCP stream's retransmission timeout, ms (0: the kernel's 120 s);
-    /// see `TCPRetransmitPolicy`. Needs Linux 6.15+.
-    public var tcpRetransmitCeilingMs: UInt32 = 2000
+    /// see `TCPRetransmitPolicy`. Needs Linux 6.15+. The ARQ's own probe-timeout ceiling.
+    public var tcpRetransmitCeilingMs = UInt32(ARQConfiguration().maxRTO.microseconds / 1000)
 
     public static let defaults = DaemonLimits()
     public init() {}
