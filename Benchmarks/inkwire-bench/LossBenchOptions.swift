@@ -1,3 +1,4 @@
+import InkUV
 /// The transports `inkwire-bench loss` compares.
 enum LossTransport: String, CaseIterable, Sendable {
     /// inkwired's native UDP: ARQ sessions (`ClientSession` over `.datagram`).
@@ -121,7 +122,7 @@ struct LossBenchOptions: Sendable {
             case "--trace": tracePath = try value(name)
             case "--duration": durationSeconds = try seconds(name)
             case "--drain-timeout": drainTimeoutSeconds = try seconds(name)
-            case "--tcp-rto-max-ms": tcpRetransmitCeilingMs = UInt32(try integer(name, 0...120_000))
+            case "--tcp-rto-max-ms": tcpRetransmitCeilingMs = UInt32(try integer(name, 0...Int(tcpKernelRetransmitCeilingMs)))
             case "--transports":
                 let text = try value(name)
                 var chosen: [LossTransport] = []
