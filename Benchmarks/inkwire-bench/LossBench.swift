@@ -55,11 +55,11 @@ enum LossBench {
         let mode = options.link ?? (LossNetnsLink.isAvailable ? .netns : .proxy)
         var transports = options.transports
         if mode == .proxy {
-            for skipped in transports where !skipped.isDatagram {
-                lossBenchLog("inkwire-bench loss: \(skipped.rawValue) skipped: the UDP proxy link cannot impair TCP "
-                             + "(it must see packet loss; run as root with --link netns)")
+            for skipped in transports where !skipped.isProxyImpairable {
+                lossBenchLog("inkwire-bench loss: \(skipped.rawValue) skipped: the UDP proxy link cannot impair it "
+                             + "(TCP must see packet loss, a tunnel's UDP must cross the link; run as root with --link netns)")
             }
-            transports.removeAll { !$0.isDatagram }
+            transports.removeAll { !$0.isProxyImpairable }
         }
         var results: [LossRunResult] = []
         let total = options.lossPercents.count * transports.count
@@ -106,6 +106,14 @@ enum LossBench {
         } else {
             lines.append("targets at 10 % loss: not measured (no inkwire-udp row at 10 %)")
         }
+        if let udp = row(.inkwireUDP, 10), let kcp = row(.kcptunFast3, 10) {
+            let p99 = udp.percentileMs(0.99), bound = kcp.percentileMs(0.99) / 2
+            let bytes = udp.wireBytesPerPoint, kcpBytes = kcp.wireBytesPerPoint
+            lines.append("target 10 % loss, inkwire-udp p99 <= kcptun-fast3 p99 / 2: \(ms(p99)) <= \(ms(bound)) ms: \(p99 <= bound ? "met" : "MISSED")")
+            lines.append("target 10 % loss, inkwire-udp wire B/point <= kcptun-fast3's: \(ms(bytes)) <= \(ms(kcpBytes)): \(bytes <= kcpBytes ? "met" : "MISSED")")
+        } else if options(results).contains(.kcptunFast3) {
+            lines.append("target 10 % loss against kcptun-fast3: not measured (no inkwire-udp or kcptun-fast3 row at 10 %)")
+        }
         if let udp = row(.inkwireUDP, 0) {
             let bound = Double(rttMilliseconds) / 2 + Double(Batch.liveFlushMs) + 2
             let p50 = udp.percentileMs(0.5)
@@ -114,10 +122,19 @@ enum LossBench {
             lines.append("target 0 % loss p50: not measured (no inkwire-udp row at 0 %)")
         }
         // A run cut by Ctrl-C is incomplete by construction; it says nothing about the transport.
-        let incomplete = results.filter { $0.completeness < 1 && !$0.interrupted }
+        let incomplete = results.filter { !$0.isComplete && !$0.interrupted }
+        func describe(_ r: LossRunResult) -> String {
+            "\(r.transport) at \(ms(r.lossPercent)) %: \(LossBenchReport.number(r.completeness * 100, places: 3)) %"
+                + (r.legacyWatchers > 0 ? " (legacy app \(LossBenchReport.number(r.legacyCompleteness * 100, places: 3)) %)" : "")
+        }
         lines.append("target 100 % completeness everywhere: " + (results.isEmpty ? "not measured" : incomplete.isEmpty ? "met" : "MISSED ("
-            + incomplete.map { "\($0.transport) at \(ms($0.lossPercent)) %: \(LossBenchReport.number($0.completeness * 100, places: 3)) %" }.joined(separator: ", ") + ")"))
+            + incomplete.map(describe).joined(separator: ", ") + ")"))
         return lines
+    }
+
+    /// The transports that have rows.
+    private static func options(_ results: [LossRunResult]) -> [LossTransport] {
+        results.compactMap { LossTransport(rawValue: $0.transport) }
     }
 
     /// Writes results.jsonl, results.md and cdf-loss-P.svg (one per loss level) to --out.

@@ -27,6 +27,8 @@ final class InkwireLossMember: LossMember {
     private(set) var isJoined = false
     private(set) var failure: String?
     var author: AuthorID? { session.member }
+    /// User names of the other members present, as the relay announced them.
+    private(set) var presentUsers: Set<String> = []
 
     private let loop: EventLoop
     private var udp: UDPSocket?
@@ -112,6 +114,8 @@ final class InkwireLossMember: LossMember {
         while let event = session.pollEvent() {
             switch event {
             case .joined: isJoined = true
+            case .member(_, let user, _, let present):
+                if present { presentUsers.insert(user) } else { presentUsers.remove(user) }
             case .delivered(let batch): onDelivered(batch.commands, loop.now)
             case .refused(let reason, let text): failure = failure ?? "join refused (\(reason)): \(text)"
             case .error(let code, _, let text): failure = failure ?? "error \(code): \(text)"

@@ -24,8 +24,9 @@ final class LossNetnsLink: LossBenchLink {
     /// The address the relay binds and members reach.
     var serverHost: String { PacketLink.serverAddress }
 
-    /// Prefix of a command line that runs in the server namespace.
+    /// Prefix of a command line that runs in the server namespace, or in the client namespace.
     var serverLauncher: [String] { link.commandLine(in: .server, []) }
+    var clientLauncher: [String] { link.commandLine(in: .client, []) }
 
     /// IP bytes that entered the link in either direction (before any loss).
     var wireBytes: Int {

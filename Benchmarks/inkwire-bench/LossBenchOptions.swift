@@ -7,9 +7,38 @@ enum LossTransport: String, CaseIterable, Sendable {
     case inkwireTCP = "inkwire-tcp"
     /// The ENet baseline relay (`inkwire-bench enet-relay`), reliable ordered channels.
     case enet
+    /// inkwired's native TCP (and one legacy app's stream) through Debian's kcptun: a
+    /// `kcptun-client` per member, one `kcptun-server` per relay port, KCP over UDP across the
+    /// link (`LossKCPTunnels`). Profile fast3 or fast2, FEC as shipped (10 data + 3 parity
+    /// shards) or off.
+    case kcptunFast3 = "kcptun-fast3"
+    case kcptunFast2 = "kcptun-fast2"
+    case kcptunFast3NoFEC = "kcptun-fast3-nofec"
+    case kcptunFast2NoFEC = "kcptun-fast2-nofec"
 
-    /// Datagram transports can go through the UDP impairment proxy; TCP needs packet-level loss.
-    var isDatagram: Bool { self != .inkwireTCP }
+    /// The members' own sessions are ARQ over UDP (the others are TCP streams or ENet).
+    var isDatagram: Bool { self == .inkwireUDP || self == .enet }
+
+    /// The in-process UDP proxy can impair these; the others need packet-level loss (TCP, or
+    /// a tunnel whose UDP flows the proxy cannot stand between).
+    var isProxyImpairable: Bool { isDatagram }
+
+    /// The kcptun profile, for the tunnelled transports.
+    var kcptun: KCPTunProfile? {
+        switch self {
+        case .kcptunFast3: KCPTunProfile(mode: "fast3", forwardErrorCorrection: true)
+        case .kcptunFast2: KCPTunProfile(mode: "fast2", forwardErrorCorrection: true)
+        case .kcptunFast3NoFEC: KCPTunProfile(mode: "fast3", forwardErrorCorrection: false)
+        case .kcptunFast2NoFEC: KCPTunProfile(mode: "fast2", forwardErrorCorrection: false)
+        case .inkwireUDP, .inkwireTCP, .enet: nil
+        }
+    }
+
+    /// What `--transports` lists when not given: the three baselines, and kcptun's two
+    /// profiles with FEC as shipped when kcptun is installed.
+    static var defaults: [LossTransport] {
+        [.inkwireUDP, .inkwireTCP, .enet] + (KCPTunProfile.isInstalled ? [.kcptunFast3, .kcptunFast2] : [])
+    }
 }
 
 /// How member traffic is impaired.
@@ -35,7 +64,7 @@ struct LossBenchOptions: Sendable {
 
     static let usage = """
         usage: inkwire-bench loss [--loss-percent 0,2,5,10,20] [--rtt-ms 40] [--rooms 2] [--members 4]
-          [--trace ../shared/traces/lesson-a.csv] [--duration 4] [--transports inkwire-udp,inkwire-tcp,enet]
+          [--trace ../shared/traces/lesson-a.csv] [--duration 4] [--transports inkwire-udp,inkwire-tcp,enet,kcptun-fast3,kcptun-fast2]
           [--seed 1] [--out DIR] [--link proxy|netns] [--tcp-cc ALG] [--drain-timeout 30]
           [--tcp-rto-max-ms 2000]
           Starts a real inkwired and the ENet baseline relay; per room one member draws the trace
@@ -48,6 +77,9 @@ struct LossBenchOptions: Sendable {
           packet loss; --link proxy (no root) impairs UDP only and skips inkwire-tcp.
           --tcp-rto-max-ms caps inkwire-tcp's retransmission timeout at both ends (inkwired's
           --tcp-rto-max-ms and the members' sockets; 0 keeps the kernel's 120 s).
+          Transports: inkwire-udp, inkwire-tcp, enet, and inkwired's TCP through kcptun
+          (kcptun-fast3, kcptun-fast2, kcptun-fast3-nofec, kcptun-fast2-nofec; netns link only;
+          the default list has the first two when kcptun-client and kcptun-server are installed).
         """
 
     struct Invalid: Error, CustomStringConvertible {
@@ -60,7 +92,7 @@ struct LossBenchOptions: Sendable {
     var members = 4
     var tracePath = "../shared/traces/lesson-a.csv"
     var durationSeconds = 4.0
-    var transports: [LossTransport] = LossTransport.allCases
+    var transports: [LossTransport] = LossTransport.defaults
     var seed: UInt64 = 1
     var outputDirectory = "./bench-out"
     /// nil: netns when running as root and the packet link is available, else proxy.
@@ -128,7 +160,8 @@ struct LossBenchOptions: Sendable {
                 var chosen: [LossTransport] = []
                 for part in text.split(separator: ",") {
                     guard let t = LossTransport(rawValue: String(part)) else {
-                        throw Invalid(description: "--transports takes inkwire-udp, inkwire-tcp and enet, got '\(part)'")
+                        throw Invalid(description: "--transports takes "
+                                      + LossTransport.allCases.map(\.rawValue).joined(separator: ", ") + ", got '\(part)'")
                     }
                     if !chosen.contains(t) { chosen.append(t) }
                 }

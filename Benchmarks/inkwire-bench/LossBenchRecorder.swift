@@ -65,6 +65,10 @@ final class LossRecorder {
 
     let plans: [LossRoomPlan]
     private(set) var watchers: [Watcher] = []
+    /// Legacy app watchers (their own cursors over `legacyExpectations`, their own latencies).
+    private(set) var legacyWatchers: [Watcher] = []
+    private var legacyExpectations: [Int: LegacyExpectation] = [:]
+    private(set) var legacyLatencies: [UInt32] = []
     /// When each room's playback started (µs, monotonic); nil before.
     var roomStart: [UInt64?]
     /// Commands each drawer has handed to its transport.
@@ -84,6 +88,38 @@ final class LossRecorder {
         watchers.append(Watcher(room: room))
         return watchers.count - 1
     }
+
+    /// Registers a legacy app watching `room`; returns its index for `legacyDelivered`.
+    func addLegacyWatcher(room: Int) -> Int {
+        if legacyExpectations[room] == nil { legacyExpectations[room] = LegacyExpectation(plan: plans[room]) }
+        legacyWatchers.append(Watcher(room: room))
+        return legacyWatchers.count - 1
+    }
+
+    /// A legacy watcher's text commands: pen styles are skipped (state, see
+    /// `LegacyExpectation`); each other message must be the next one owed.
+    func legacyDelivered(_ messages: [LegacyMessage], to watcher: Int, at now: UInt64) {
+        let room = legacyWatchers[watcher].room
+        guard let expectation = legacyExpectations[room] else { return }
+        for message in messages {
+            if case .penStyle = message { continue }
+            let cursor = legacyWatchers[watcher].cursor
+            guard cursor < expectation.messages.count, expectation.messages[cursor] == message, let start = roomStart[room] else {
+                legacyWatchers[watcher].violations += 1
+                continue
+            }
+            legacyWatchers[watcher].cursor += 1
+            let made = start + plans[room].madeMicroseconds[expectation.commandIndex[cursor]]
+            if legacyLatencies.count < LossRecorder.maximumSamples { legacyLatencies.append(UInt32(clamping: now >= made ? now - made : 0)) }
+        }
+    }
+
+    /// Legacy messages owed so far, delivered in order, and the wrong ones.
+    var legacyExpected: Int {
+        legacyWatchers.reduce(0) { $0 + (legacyExpectations[$1.room]?.owed(sent: sentCommands[$1.room]) ?? 0) }
+    }
+    var legacyInOrder: Int { legacyWatchers.reduce(0) { $0 + $1.cursor } }
+    var legacyViolations: Int { legacyWatchers.reduce(0) { $0 + $1.violations } }
 
     func delivered(_ commands: [TimedCommand], to watcher: Int, at now: UInt64) {
         let room = watchers[watcher].room
@@ -111,7 +147,10 @@ final class LossRecorder {
     var inOrder: Int { watchers.reduce(0) { $0 + $1.cursor } }
     var violations: Int { watchers.reduce(0) { $0 + $1.violations } }
     /// Every command of every plan reached every watcher.
-    var isComplete: Bool { watchers.allSatisfy { $0.cursor == plans[$0.room].commands.count } }
+    var isComplete: Bool {
+        watchers.allSatisfy { $0.cursor == plans[$0.room].commands.count }
+            && legacyWatchers.allSatisfy { $0.cursor == legacyExpectations[$0.room]?.messages.count }
+    }
 }
 
 /// One (transport, loss level) of a loss run, as reported.
@@ -139,8 +178,24 @@ struct LossRunResult {
     /// Packets the packet-level link's devices dropped outside the loss model (should be 0).
     var linkDeviceDrops = 0
     var pointsDelivered = 0
+    /// The relay's CPU: inkwired's or the ENet relay's, plus the kcptun servers' for the
+    /// tunnelled transports (`tunnelServerCPUSeconds` is that part).
     var daemonCPUSeconds = 0.0
+    /// The relay's peak RSS (plus the kcptun servers' peaks, added up).
     var daemonRSSMegabytes = 0.0
+    /// kcptun only: the servers' CPU (inside `daemonCPUSeconds`), the members' clients' CPU (not
+    /// in it: the devices' side), and how many of each ran.
+    var tunnelServerCPUSeconds: Double?
+    var tunnelClientCPUSeconds: Double?
+    var tunnelServers = 0
+    var tunnelClients = 0
+    /// Legacy app watchers (kcptun rows: one in room 0): owed messages, delivered in order,
+    /// wrong ones, and their latencies in µs, sorted.
+    var legacyWatchers = 0
+    var legacyExpected = 0
+    var legacyDelivered = 0
+    var legacyViolations = 0
+    var legacyLatencies: [UInt32] = []
     var interrupted = false
     /// Seconds from creating the members to the last join accepted (through the impaired link).
     var joinSeconds = 0.0
@@ -152,11 +207,24 @@ struct LossRunResult {
         return Double(delivered) / Double(expected)
     }
 
+    var legacyCompleteness: Double {
+        guard legacyExpected > 0 else { return 0 }
+        return Double(legacyDelivered) / Double(legacyExpected)
+    }
+
+    /// Every watcher (native and legacy) got everything it was owed.
+    var isComplete: Bool { completeness == 1 && (legacyWatchers == 0 || legacyCompleteness == 1) }
+
     /// Nearest-rank percentile in ms (0 with no samples).
-    func percentileMs(_ p: Double) -> Double {
-        guard !latencies.isEmpty else { return 0 }
-        let rank = min(latencies.count, max(1, Int((p * Double(latencies.count)).rounded(.up))))
-        return Double(latencies[rank - 1]) / 1000
+    func percentileMs(_ p: Double) -> Double { LossRunResult.percentileMs(p, of: latencies) }
+
+    /// A legacy watcher's nearest-rank percentile in ms.
+    func legacyPercentileMs(_ p: Double) -> Double { LossRunResult.percentileMs(p, of: legacyLatencies) }
+
+    static func percentileMs(_ p: Double, of sorted: [UInt32]) -> Double {
+        guard !sorted.isEmpty else { return 0 }
+        let rank = min(sorted.count, max(1, Int((p * Double(sorted.count)).rounded(.up))))
+        return Double(sorted[rank - 1]) / 1000
     }
 
     var wireBytesPerPoint: Double { pointsDelivered > 0 ? Double(wireBytes) / Double(pointsDelivered) : 0 }
@@ -181,6 +249,16 @@ struct LossRunResult {
             ("wire_bytes_per_point", number(wireBytesPerPoint, 2)), ("daemon_cpu_s", number(daemonCPUSeconds)),
             ("daemon_rss_mb", number(daemonRSSMegabytes, 1)), ("join_s", number(joinSeconds, 2)), ("interrupted", interrupted ? "true" : "false"),
         ]
+        if let server = tunnelServerCPUSeconds, let client = tunnelClientCPUSeconds {
+            fields += [("kcptun_servers", "\(tunnelServers)"), ("kcptun_clients", "\(tunnelClients)"),
+                       ("kcptun_server_cpu_s", number(server)), ("kcptun_client_cpu_s", number(client))]
+        }
+        if legacyWatchers > 0 {
+            fields += [("legacy_watchers", "\(legacyWatchers)"), ("legacy_p50_ms", number(legacyPercentileMs(0.5))),
+                       ("legacy_p99_ms", number(legacyPercentileMs(0.99))), ("legacy_max_ms", number(legacyPercentileMs(1))),
+                       ("legacy_completeness", number(legacyCompleteness, 6)), ("legacy_messages_expected", "\(legacyExpected)"),
+                       ("legacy_messages_in_order", "\(legacyDelivered)"), ("legacy_violations", "\(legacyViolations)")]
+        }
         if let note {
             let escaped = note.map { $0 == "\"" || $0 == "\\" ? "\\\($0)" : $0.isNewline ? " " : "\($0)" }.joined()
             fields.append(("note", "\"\(escaped)\""))

@@ -13,6 +13,18 @@ enum LossBenchReport {
                          number(r.daemonCPUSeconds, places: 2), number(r.daemonRSSMegabytes)]
             lines.append("| " + cells.joined(separator: " | ") + " |")
         }
+        let legacy = results.filter { $0.legacyWatchers > 0 }
+        if !legacy.isEmpty {
+            lines += ["", "Legacy app watching room 0 through its tunnel (points, undo, redo, clear; pen styles not counted):", "",
+                      "| transport | loss % | p50 ms | p99 ms | max ms | complete | messages | kcptun server CPU s | kcptun clients CPU s |",
+                      "|" + String(repeating: " --- |", count: 9)]
+            for r in legacy {
+                let cells = [r.transport, number(r.lossPercent), number(r.legacyPercentileMs(0.5)), number(r.legacyPercentileMs(0.99)),
+                             number(r.legacyPercentileMs(1)), number(r.legacyCompleteness * 100, places: 2) + " %", "\(r.legacyExpected)",
+                             number(r.tunnelServerCPUSeconds ?? 0, places: 2), number(r.tunnelClientCPUSeconds ?? 0, places: 2)]
+                lines.append("| " + cells.joined(separator: " | ") + " |")
+            }
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -36,7 +48,8 @@ enum LossBenchReport {
     static let maximumNines = 4.0
     /// Most vertices per line (the CDF is sampled evenly in rank, and densely in the tail).
     static let maximumVertices = 600
-    static let colors = ["inkwire-udp": "#1b6ac9", "inkwire-tcp": "#d1495b", "enet": "#2a9d4b"]
+    static let colors = ["inkwire-udp": "#1b6ac9", "inkwire-tcp": "#d1495b", "enet": "#2a9d4b",
+                         "kcptun-fast3": "#e08a00", "kcptun-fast2": "#8e44ad", "kcptun-fast3-nofec": "#f2c14e", "kcptun-fast2-nofec": "#c39bd3"]
 
     /// A latency CDF for one loss level: x is latency (log scale), y the fraction delivered
     /// within it, drawn in "nines" (-log10(1 - F)) so the tail that matters is readable.

@@ -83,21 +83,42 @@ struct LossScenario {
             netns = try LossNetnsLink(lossPercent: lossPercent, rttMilliseconds: options.rttMilliseconds, seed: options.seed,
                                       tcpCongestionControl: options.tcpCongestionControl)
         }
+        // A kcptun row also has one legacy app watching room 0 through its own tunnel.
+        let legacyRoom = transport.kcptun != nil ? LossScenario.roomName(0) : nil
         let server = try LossBenchServer(transport == .enet ? .enetRelay : .inkwired, binDirectory: binDirectory,
                                          host: netns?.serverHost ?? "127.0.0.1", launcher: netns?.serverLauncher ?? [],
-                                         tcpRetransmitCeilingMs: options.tcpRetransmitCeilingMs)
+                                         tcpRetransmitCeilingMs: options.tcpRetransmitCeilingMs, legacyRoom: legacyRoom)
         defer { server.stop() }
         let loop = try EventLoop()
         defer { loop.shutdown() }
-        guard let serverAddress = transport == .inkwireTCP ? server.tcp : server.udp else {
+        guard let serverAddress = transport.isDatagram ? server.udp : server.tcp else {
             throw Failure(description: "the relay reported no address for \(transport.rawValue)")
+        }
+
+        // kcptun: a server per relay port in the server namespace, a client per member (and one
+        // for the legacy app) in the client namespace; members connect to their client.
+        var tunnels: LossKCPTunnels?
+        defer { tunnels?.stop() }
+        var memberTargets: [SocketAddress] = []
+        var legacyTarget: SocketAddress?
+        if let profile = transport.kcptun {
+            guard let netns, let legacyAddress = server.legacy else {
+                throw Failure(description: "\(transport.rawValue) needs the packet-level link (--link netns)")
+            }
+            let started = try LossKCPTunnels(profile: profile, serverLauncher: netns.serverLauncher, clientLauncher: netns.clientLauncher)
+            tunnels = started
+            let nativePort = try started.addServer(target: serverAddress)
+            let legacyPort = try started.addServer(target: legacyAddress)
+            for _ in 0..<(options.rooms * options.members) { memberTargets.append(try started.addClient(serverPort: nativePort)) }
+            legacyTarget = try started.addClient(serverPort: legacyPort)
+            try started.waitReady()
         }
 
         let link: LossBenchLink
         var target = serverAddress
         if let netns {
             link = netns
-        } else if linkMode == .proxy && transport.isDatagram {
+        } else if linkMode == .proxy && transport.isProxyImpairable {
             let proxy = try LossProxyLink(loop: loop, forward: serverAddress, lossPercent: lossPercent,
                                           rttMilliseconds: options.rttMilliseconds, seed: options.seed)
             target = try proxy.listenAddress
@@ -121,13 +142,14 @@ struct LossScenario {
                     let member: LossMember
                     switch transport {
                     case .enet:
-                        member = try ENetLossMember(loop: loop, server: target, room: "room-\(room)") { _ = loop.runNoWait() }
-                    case .inkwireUDP, .inkwireTCP:
-                        var configuration = ClientConfiguration(room: "room-\(room)", user: "member-\(index)",
+                        member = try ENetLossMember(loop: loop, server: target, room: LossScenario.roomName(room)) { _ = loop.runNoWait() }
+                    case .inkwireUDP, .inkwireTCP, .kcptunFast3, .kcptunFast2, .kcptunFast3NoFEC, .kcptunFast2NoFEC:
+                        var configuration = ClientConfiguration(room: LossScenario.roomName(room), user: "member-\(index)",
                                                                 role: index == 0 ? .teacher : .viewer,
                                                                 origin: UInt64(room) << 16 | UInt64(index + 1))
                         configuration.initialHave = .nothing
-                        member = try InkwireLossMember(loop: loop, server: target, datagram: transport == .inkwireUDP,
+                        let tunnelled = memberTargets.isEmpty ? target : memberTargets[room * options.members + index]
+                        member = try InkwireLossMember(loop: loop, server: tunnelled, datagram: transport.isDatagram,
                                                        configuration: configuration, tcpRetransmitCeilingMs: options.tcpRetransmitCeilingMs)
                     }
                     members.append(member)
@@ -153,6 +175,24 @@ struct LossScenario {
             }
             _ = loop.runOnce()
         }
+        // The legacy app joins last, so room 0's drawer hears of it (inkwired joins an app
+        // as soon as its stream is open; the app itself is told nothing).
+        var legacyWatcher: LegacyLossWatcher?
+        defer { legacyWatcher?.close() }
+        if let legacyTarget {
+            let watcher = try netns.map { try $0.inClientNamespace { try LegacyLossWatcher(loop: loop, server: legacyTarget) } }
+                ?? LegacyLossWatcher(loop: loop, server: legacyTarget)
+            legacyWatcher = watcher
+            let drawer = rooms[0][0] as? InkwireLossMember
+            while !(watcher.isConnected && (drawer?.presentUsers.contains { $0.hasPrefix("legacy-") } ?? true)) {
+                if lossBenchStopRequested != 0 { throw Failure(description: "interrupted while the legacy app joined") }
+                if loop.now > joinDeadline || watcher.failure != nil {
+                    throw Failure(description: "the legacy app did not join within \(LossScenario.joinTimeoutMicroseconds / 1_000_000) s"
+                                  + (watcher.failure.map { ": \($0)" } ?? ""))
+                }
+                _ = loop.runOnce()
+            }
+        }
         result.joinSeconds = Double(loop.now - joinStart) / 1_000_000
 
         // Plans: room r plays the trace from r x duration on (wrapping), for duration.
@@ -177,8 +217,15 @@ struct LossScenario {
             }
         }
 
+        if let legacyWatcher {
+            let slot = recorder.addLegacyWatcher(room: 0)
+            legacyWatcher.onMessages = { messages, at in recorder.legacyDelivered(messages, to: slot, at: at) }
+        }
+
         // Play: each room starts a fraction of a batch window after the previous one.
         let cpuAtStart = server.cpuSeconds
+        let tunnelServerCPUAtStart = tunnels?.serverCPUSeconds ?? 0
+        let tunnelClientCPUAtStart = tunnels?.clientCPUSeconds ?? 0
         let bytesAtStart = link.wireBytes
         let firstStart = loop.now + LossScenario.settleMicroseconds
         var drawerTimers: [LoopTimer] = []
@@ -239,11 +286,35 @@ struct LossScenario {
         result.linkDeviceDrops = link.deviceDrops
         result.daemonCPUSeconds = server.cpuSeconds - cpuAtStart
         result.daemonRSSMegabytes = server.peakRSSMegabytes
+        if let tunnels {
+            let serverCPU = tunnels.serverCPUSeconds - tunnelServerCPUAtStart
+            result.tunnelServerCPUSeconds = serverCPU
+            result.tunnelClientCPUSeconds = tunnels.clientCPUSeconds - tunnelClientCPUAtStart
+            result.tunnelServers = tunnels.serverCount
+            result.tunnelClients = tunnels.clientCount
+            result.daemonCPUSeconds += serverCPU
+            result.daemonRSSMegabytes += tunnels.serverPeakRSSMegabytes
+        }
+        if legacyWatcher != nil {
+            result.legacyWatchers = recorder.legacyWatchers.count
+            result.legacyExpected = recorder.legacyExpected
+            result.legacyDelivered = recorder.legacyInOrder
+            result.legacyViolations = recorder.legacyViolations
+            result.legacyLatencies = recorder.legacyLatencies.sorted()
+        }
         if let failure = rooms.joined().compactMap({ $0.failure }).first {
             result.note = [result.note, "member: \(failure)"].compactMap { $0 }.joined(separator: "; ")
         }
+        if let failure = legacyWatcher?.failure {
+            result.note = [result.note, "legacy app: \(failure)"].compactMap { $0 }.joined(separator: "; ")
+        }
         return result
     }
+}
+
+extension LossScenario {
+    /// Room `index`'s name at the relay.
+    static func roomName(_ index: Int) -> String { "room-\(index)" }
 }
 
 extension String {

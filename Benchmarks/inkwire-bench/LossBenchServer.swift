@@ -23,12 +23,15 @@ final class LossBenchServer {
     private(set) var udp: SocketAddress?
     /// Native TCP (inkwired only).
     private(set) var tcp: SocketAddress?
+    /// The legacy (HYWhiteboard) listener of `legacyRoom` (inkwired only, when asked for).
+    private(set) var legacy: SocketAddress?
     private var reaped = false
 
     /// Starts the relay. `binDirectory` holds `inkwired` and `inkwire-bench`; `launcher` may wrap
     /// the command (e.g. run it inside a network namespace); `host` is the address it binds.
+    /// `legacyRoom` adds an inkwired legacy listener for that room on a port it picks.
     init(_ kind: Kind, binDirectory: String, host: String = "127.0.0.1", launcher: [String] = [],
-         tcpRetransmitCeilingMs: UInt32 = InkwireLossMember.defaultTCPRetransmitCeilingMs) throws(Failure) {
+         tcpRetransmitCeilingMs: UInt32 = InkwireLossMember.defaultTCPRetransmitCeilingMs, legacyRoom: String? = nil) throws(Failure) {
         self.kind = kind
         var template = Array("/tmp/inkwire-bench-loss-XXXXXX".utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
@@ -40,7 +43,7 @@ final class LossBenchServer {
         case .inkwired:
             command = [binDirectory + "/inkwired", "--udp", "\(host):0", "--tcp", "\(host):0", "--data-dir", directory + "/data",
                        "--new-sessions-per-second", "100000", "--max-members", "\(LossBenchOptions.maximumMembers)",
-                       "--tcp-rto-max-ms", "\(tcpRetransmitCeilingMs)"]
+                       "--tcp-rto-max-ms", "\(tcpRetransmitCeilingMs)"] + (legacyRoom.map { ["--legacy", "\(host):0=\($0)"] } ?? [])
         case .enetRelay:
             command = [binDirectory + "/inkwire-bench", "enet-relay", "--listen", "\(host):0"]
         }
@@ -53,7 +56,7 @@ final class LossBenchServer {
             throw error
         }
         let deadline = lossBenchNow() + LossBenchServer.readyTimeoutMicroseconds
-        while udp == nil {
+        while udp == nil || (legacyRoom != nil && legacy == nil) {
             if lossBenchNow() > deadline || lossBenchStopRequested != 0 || !isRunning {
                 let tail = lossBenchReadFile(log).suffix(600)
                 stop()
@@ -79,6 +82,11 @@ final class LossBenchServer {
                     udp = ua
                     tcp = ta
                 }
+                // legacy="HOST:PORT=ROOM" (one listener here).
+                if let range = line.range(of: " legacy=\""), let end = line[range.upperBound...].firstIndex(of: "=") {
+                    let address = line[range.upperBound..<end]
+                    if let p = address.split(separator: ":").last.flatMap({ UInt16($0) }) { legacy = try? SocketAddress.parse("\(host):\(p)") }
+                }
             case .enetRelay:
                 guard line.hasPrefix("ready port="), let p = UInt16(line.dropFirst("ready port=".count)) else { continue }
                 udp = try? SocketAddress.parse("\(host):\(p)")
@@ -92,24 +100,10 @@ final class LossBenchServer {
     }
 
     /// CPU seconds (user + system) the process has used so far.
-    var cpuSeconds: Double {
-        let text = String(decoding: lossBenchReadFile("/proc/\(pid)/stat"), as: UTF8.self)
-        // Fields after the command name (which may hold spaces) start at field 3.
-        guard let close = text.lastIndex(of: ")") else { return 0 }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
+    var cpuSeconds: Double { lossBenchProcessCPUSeconds(pid) }
 
     /// Peak resident set size in MB (VmHWM).
-    var peakRSSMegabytes: Double {
-        let text = String(decoding: lossBenchReadFile("/proc/\(pid)/status"), as: UTF8.self)
-        for line in text.split(separator: "\n") where line.hasPrefix("VmHWM:") {
-            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap { Double($0) } ?? 0
-            return kilobytes / 1024
-        }
-        return 0
-    }
+    var peakRSSMegabytes: Double { lossBenchPeakRSSMegabytes(pid) }
 
     /// SIGTERM, wait (SIGKILL after `stopTimeoutMicroseconds`), remove the scratch directory.
     func stop() {
@@ -121,6 +115,26 @@ final class LossBenchServer {
     }
 
     deinit { stop() }
+}
+
+/// CPU seconds (user + system, every thread) process `pid` has used so far, from /proc/PID/stat.
+func lossBenchProcessCPUSeconds(_ pid: pid_t) -> Double {
+    let text = String(decoding: lossBenchReadFile("/proc/\(pid)/stat"), as: UTF8.self)
+    // Fields after the command name (which may hold spaces) start at field 3.
+    guard let close = text.lastIndex(of: ")") else { return 0 }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+/// Peak resident set size of process `pid` in MB (VmHWM).
+func lossBenchPeakRSSMegabytes(_ pid: pid_t) -> Double {
+    let text = String(decoding: lossBenchReadFile("/proc/\(pid)/status"), as: UTF8.self)
+    for line in text.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        let kilobytes = line.split(separator: " ").dropFirst().first.flatMap { Double($0) } ?? 0
+        return kilobytes / 1024
+    }
+    return 0
 }
 
 /// Set by SIGINT/SIGTERM: the run in progress ends, children are stopped, results printed.
