@@ -46,11 +46,13 @@ struct KCPTunProfile: Sendable, Equatable {
 /// relay's. The servers are the relay side (the run's relay CPU adds them to inkwired's); the
 /// clients are the members' side, reported apart.
 final class LossKCPTunnels {
-    /// The servers listen on consecutive UDP ports from here in the server namespace, the
-    /// clients on consecutive TCP ports from `clientPortBase` in the client namespace. The
-    /// namespaces are the run's own and empty, so fixed ports are free (below the kernel's
-    /// ephemeral range, which starts at 32768).
-    static let serverPortBase: UInt16 = 29900
+    /// The servers' UDP ports in the server namespace (in front of inkwired's native TCP and of
+    /// its legacy listener), and the first of the clients' consecutive TCP ports in the client
+    /// namespace. The namespaces are the run's own and empty, so fixed ports are free (below
+    /// the kernel's ephemeral range, which starts at 32768); the link tallies the legacy
+    /// tunnel's bytes by its port.
+    static let nativeServerPort: UInt16 = 29900
+    static let legacyServerPort: UInt16 = 29901
     static let clientPortBase: UInt16 = 12900
     /// Most tunnel processes of one run (one client per member, one server per relay port).
     static let maximumProcesses = LossBenchOptions.maximumRooms * LossBenchOptions.maximumMembers + 8
@@ -76,7 +78,6 @@ final class LossKCPTunnels {
     private let serverLauncher: [String]
     private let clientLauncher: [String]
     private var tunnels: [Tunnel] = []
-    private var nextServerPort = LossKCPTunnels.serverPortBase
     private var nextClientPort = LossKCPTunnels.clientPortBase
 
     init(profile: KCPTunProfile, serverLauncher: [String], clientLauncher: [String]) throws(Failure) {
@@ -93,14 +94,11 @@ final class LossKCPTunnels {
         directory = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// Starts a server in the server namespace in front of `target` (a relay port there);
-    /// returns the UDP port clients reach it on, at `PacketLink.serverAddress`.
-    func addServer(target: SocketAddress) throws(Failure) -> UInt16 {
-        let port = nextServerPort
-        nextServerPort += 1
+    /// Starts a server in the server namespace in front of `target` (a relay port there),
+    /// listening on UDP `port` at `PacketLink.serverAddress`.
+    func addServer(target: SocketAddress, port: UInt16) throws(Failure) {
         try start(server: true, serverLauncher + [KCPTunProfile.serverPath ?? "kcptun-server",
                   "--listen", "\(PacketLink.serverAddress):\(port)", "--target", "\(target)"] + profile.sharedFlags)
-        return port
     }
 
     /// Starts a client in the client namespace for one member, tunnelling to the server on

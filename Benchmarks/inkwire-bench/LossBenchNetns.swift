@@ -15,10 +15,12 @@ final class LossNetnsLink: LossBenchLink {
         getuid() == 0 && access("/dev/net/tun", R_OK | W_OK) == 0 && IPCommand.path != nil && SystemCalls.setns != nil
     }
 
-    init(lossPercent: Double, rttMilliseconds: Int, seed: UInt64, tcpCongestionControl: String?) throws {
+    /// `talliedServerPorts`: flows (by server-side port) whose bytes `talliedBytes` counts apart.
+    init(lossPercent: Double, rttMilliseconds: Int, seed: UInt64, tcpCongestionControl: String?, talliedServerPorts: Set<UInt16> = []) throws {
         var configuration = LinkConfiguration.clean(delay: .init(microseconds: UInt64(rttMilliseconds) * 500))
         configuration.loss = lossPercent > 0 ? .bernoulli(lossPercent / 100) : .none
-        link = try PacketLink.start(configuration: configuration, seed: seed, prefix: "inkwloss", tcpCongestionControl: tcpCongestionControl)
+        link = try PacketLink.start(configuration: configuration, seed: seed, prefix: "inkwloss", tcpCongestionControl: tcpCongestionControl,
+                                   talliedServerPorts: talliedServerPorts)
     }
 
     /// The address the relay binds and members reach.
@@ -32,6 +34,12 @@ final class LossNetnsLink: LossBenchLink {
     var wireBytes: Int {
         let (up, down) = link.counters
         return up.bytes + down.bytes
+    }
+
+    /// The tallied flows' bytes in either direction (inside `wireBytes`).
+    var talliedBytes: Int {
+        let (up, down) = link.counters
+        return up.talliedBytes + down.talliedBytes
     }
 
     var deviceDrops: Int {

@@ -196,6 +196,8 @@ struct LossRunResult {
     var legacyDelivered = 0
     var legacyViolations = 0
     var legacyLatencies: [UInt32] = []
+    /// Bytes of the legacy app's tunnel on the link (not in `wireBytes`).
+    var legacyWireBytes = 0
     var interrupted = false
     /// Seconds from creating the members to the last join accepted (through the impaired link).
     var joinSeconds = 0.0
@@ -257,7 +259,8 @@ struct LossRunResult {
             fields += [("legacy_watchers", "\(legacyWatchers)"), ("legacy_p50_ms", number(legacyPercentileMs(0.5))),
                        ("legacy_p99_ms", number(legacyPercentileMs(0.99))), ("legacy_max_ms", number(legacyPercentileMs(1))),
                        ("legacy_completeness", number(legacyCompleteness, 6)), ("legacy_messages_expected", "\(legacyExpected)"),
-                       ("legacy_messages_in_order", "\(legacyDelivered)"), ("legacy_violations", "\(legacyViolations)")]
+                       ("legacy_messages_in_order", "\(legacyDelivered)"), ("legacy_violations", "\(legacyViolations)"),
+                       ("legacy_wire_bytes", "\(legacyWireBytes)")]
         }
         if let note {
             let escaped = note.map { $0 == "\"" || $0 == "\\" ? "\\\($0)" : $0.isNewline ? " " : "\($0)" }.joined()

@@ -81,7 +81,8 @@ struct LossScenario {
         defer { netns?.stop() }
         if linkMode == .netns {
             netns = try LossNetnsLink(lossPercent: lossPercent, rttMilliseconds: options.rttMilliseconds, seed: options.seed,
-                                      tcpCongestionControl: options.tcpCongestionControl)
+                                      tcpCongestionControl: options.tcpCongestionControl,
+                                      talliedServerPorts: transport.kcptun != nil ? [LossKCPTunnels.legacyServerPort] : [])
         }
         // A kcptun row also has one legacy app watching room 0 through its own tunnel.
         let legacyRoom = transport.kcptun != nil ? LossScenario.roomName(0) : nil
@@ -107,10 +108,12 @@ struct LossScenario {
             }
             let started = try LossKCPTunnels(profile: profile, serverLauncher: netns.serverLauncher, clientLauncher: netns.clientLauncher)
             tunnels = started
-            let nativePort = try started.addServer(target: serverAddress)
-            let legacyPort = try started.addServer(target: legacyAddress)
-            for _ in 0..<(options.rooms * options.members) { memberTargets.append(try started.addClient(serverPort: nativePort)) }
-            legacyTarget = try started.addClient(serverPort: legacyPort)
+            try started.addServer(target: serverAddress, port: LossKCPTunnels.nativeServerPort)
+            try started.addServer(target: legacyAddress, port: LossKCPTunnels.legacyServerPort)
+            for _ in 0..<(options.rooms * options.members) {
+                memberTargets.append(try started.addClient(serverPort: LossKCPTunnels.nativeServerPort))
+            }
+            legacyTarget = try started.addClient(serverPort: LossKCPTunnels.legacyServerPort)
             try started.waitReady()
         }
 
@@ -227,6 +230,7 @@ struct LossScenario {
         let tunnelServerCPUAtStart = tunnels?.serverCPUSeconds ?? 0
         let tunnelClientCPUAtStart = tunnels?.clientCPUSeconds ?? 0
         let bytesAtStart = link.wireBytes
+        let legacyBytesAtStart = netns?.talliedBytes ?? 0
         let firstStart = loop.now + LossScenario.settleMicroseconds
         var drawerTimers: [LoopTimer] = []
         defer { drawerTimers.forEach { $0.close() } }
@@ -283,6 +287,12 @@ struct LossScenario {
         result.latencies = recorder.latencies.sorted()
         result.pointsDelivered = recorder.pointsDelivered
         result.wireBytes = link.wireBytes - bytesAtStart
+        if legacyWatcher != nil, let netns {
+            // The legacy app's tunnel is reported on its own, so the row's bytes per point
+            // compare with the rows that have none.
+            result.legacyWireBytes = netns.talliedBytes - legacyBytesAtStart
+            result.wireBytes -= result.legacyWireBytes
+        }
         result.linkDeviceDrops = link.deviceDrops
         result.daemonCPUSeconds = server.cpuSeconds - cpuAtStart
         result.daemonRSSMegabytes = server.peakRSSMegabytes

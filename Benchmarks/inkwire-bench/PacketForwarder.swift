@@ -25,11 +25,15 @@ struct PacketLinkCounters: Sendable, Equatable {
     var oversize = 0
     /// Not IPv4 (dropped without a decision, so they never shift the seed's decisions).
     var ignored = 0
+    /// Bytes of the packets (counted in `bytes` too) of UDP or TCP flows whose server-side port
+    /// is one of the link's tallied ports: a benchmark can tell one flow's bytes apart.
+    var talliedBytes = 0
 
     var json: String {
         "{\"packets\":\(packets),\"bytes\":\(bytes),\"forwarded\":\(forwarded),\"bytes_forwarded\":\(bytesForwarded),"
             + "\"dropped\":\(dropped),\"bytes_dropped\":\(bytesDropped),\"duplicated\":\(duplicated),\"reordered\":\(reordered),"
-            + "\"queue_full\":\(queueFull),\"write_failed\":\(writeFailed),\"oversize\":\(oversize),\"ignored\":\(ignored)}"
+            + "\"queue_full\":\(queueFull),\"write_failed\":\(writeFailed),\"oversize\":\(oversize),\"ignored\":\(ignored),"
+            + "\"tallied_bytes\":\(talliedBytes)}"
     }
 }
 
@@ -58,6 +62,8 @@ final class PacketForwarder: @unchecked Sendable {
     private let serverFD: Int32
     private let clientFD: Int32
     private let heldBound: Int
+    /// Server-side UDP/TCP ports whose packets are also counted in `talliedBytes`.
+    private let talliedServerPorts: Set<UInt16>
     /// The forwarding thread's own state (touched only by that thread while it runs).
     private var impairments: [LinkImpairment]
     private var counters = [PacketLinkCounters(), PacketLinkCounters()]
@@ -72,9 +78,11 @@ final class PacketForwarder: @unchecked Sendable {
 
     /// Each direction gets its own decision stream, both derived from `seed` exactly as
     /// `LinkProxy` derives them (client-to-server first), so the two links decide alike.
-    init(serverFD: Int32, clientFD: Int32, configuration: LinkConfiguration, seed: UInt64) throws(NetworkNamespace.Failure) {
+    init(serverFD: Int32, clientFD: Int32, configuration: LinkConfiguration, seed: UInt64,
+         talliedServerPorts: Set<UInt16> = []) throws(NetworkNamespace.Failure) {
         self.serverFD = serverFD
         self.clientFD = clientFD
+        self.talliedServerPorts = talliedServerPorts
         var root = SimRandom(seed: seed)
         let toServer = LinkImpairment(configuration: configuration, seed: root.next())
         let toClient = LinkImpairment(configuration: configuration, seed: root.next())
@@ -178,6 +186,10 @@ final class PacketForwarder: @unchecked Sendable {
         }
         counters[d].packets += 1
         counters[d].bytes += packet.count
+        if !talliedServerPorts.isEmpty, let port = PacketForwarder.serverPort(packet, toServer: direction == .toServer),
+           talliedServerPorts.contains(port) {
+            counters[d].talliedBytes += packet.count
+        }
         let now = monotonicMicroseconds()
         switch impairments[d].decide(size: packet.count, now: Instant(microseconds: now)) {
         case .lost:
@@ -199,6 +211,17 @@ final class PacketForwarder: @unchecked Sendable {
                 nextSerial += 1
             }
         }
+    }
+
+    /// The server side's port of an IPv4 UDP or TCP packet (its destination port going to the
+    /// server, its source port coming back); nil for other packets and fragments.
+    static func serverPort(_ packet: UnsafeRawBufferPointer, toServer: Bool) -> UInt16? {
+        guard packet.count >= 20 else { return nil }
+        let headerBytes = Int(packet[0] & 0x0F) * 4
+        let fragmentOffset = (UInt16(packet[6] & 0x1F) << 8) | UInt16(packet[7])
+        guard packet[9] == 17 || packet[9] == 6, fragmentOffset == 0, packet.count >= headerBytes + 4 else { return nil }
+        let at = headerBytes + (toServer ? 2 : 0)
+        return UInt16(packet[at]) << 8 | UInt16(packet[at + 1])
     }
 
     private func releaseDue(_ now: UInt64) {

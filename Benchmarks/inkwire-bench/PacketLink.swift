@@ -63,8 +63,10 @@ final class PacketLink: @unchecked Sendable {
     /// means "IP packet size" here. `tcpCongestionControl` (e.g. "cubic") sets both namespaces'
     /// TCP congestion control; nil keeps the kernel's default (new namespaces take the host's,
     /// BBR on the benchmark machine). Throws (and leaves nothing behind) when anything fails.
+    /// `talliedServerPorts`: the counters' `talliedBytes` count the packets of flows with these
+    /// server-side ports.
     static func start(configuration: LinkConfiguration, seed: UInt64, prefix: String = defaultPrefix,
-                      tcpCongestionControl: String? = nil) throws -> PacketLink {
+                      tcpCongestionControl: String? = nil, talliedServerPorts: Set<UInt16> = []) throws -> PacketLink {
         try NetworkNamespace.validate(prefix: prefix)
         NetworkNamespace.removeStale(prefix: prefix)
         let serial = started.wrappingAdd(1, ordering: .relaxed).newValue
@@ -87,7 +89,8 @@ final class PacketLink: @unchecked Sendable {
                     }
                 }
             }
-            let forwarder = try PacketForwarder(serverFD: devices[0].fd, clientFD: devices[1].fd, configuration: configuration, seed: seed)
+            let forwarder = try PacketForwarder(serverFD: devices[0].fd, clientFD: devices[1].fd, configuration: configuration, seed: seed,
+                                                talliedServerPorts: talliedServerPorts)
             try forwarder.start()
             return PacketLink(configuration: configuration, seed: seed, tcpCongestionControl: tcpCongestionControl,
                               namespaces: namespaces, devices: devices, forwarder: forwarder)

@@ -36,6 +36,11 @@ public enum KCPExperiment {
         /// Virtual ms the run took.
         public var durationMs: UInt64 = 0
 
+        /// An empty result for `seed` (what an outside run of the experiment fills in).
+        public init(seed: UInt32) {
+            self.seed = seed
+        }
+
         /// KCP's `avgrtt`: the integer mean.
         public var averageRTT: Int { rtts.isEmpty ? 0 : Int(rtts.reduce(0) { $0 + UInt64($1) } / UInt64(rtts.count)) }
         /// KCP's `maxrtt`.

@@ -29,6 +29,13 @@ public struct KCPLatencySimulator: Sendable {
         public var bytes = 0
         public var lost = 0
         public var queueDropped = 0
+
+        public init(datagrams: Int = 0, bytes: Int = 0, lost: Int = 0, queueDropped: Int = 0) {
+            self.datagrams = datagrams
+            self.bytes = bytes
+            self.lost = lost
+            self.queueDropped = queueDropped
+        }
     }
 
     private struct Direction {
