@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import InkCodec
 import Testing
@@ -86,4 +87,70 @@ private func lessonA(lines: Int) -> [TraceLine]? {
     #expect(result.percentileMs(0.99) == 990)
     #expect(result.percentileMs(0.999) == 999)
     #expect(result.percentileMs(1) == 1000)
+}
+
+/// The kcptun path end to end: a real inkwired, Debian's kcptun (a client per member and for the
+/// legacy app, a server per relay port) in the packet link's namespaces, fast3 with FEC as
+/// shipped, 10 % loss each way. Every command reaches both native watchers, and every point,
+/// undo, redo and clear the legacy app, exactly once and in order; the relay's CPU counts the
+/// kcptun servers and the legacy tunnel's bytes are kept apart. Needs root and network
+/// namespaces (as the packet link tests) and kcptun; returns at once without them.
+@Test func kcptunPathDeliversAShortLessonCompletely() throws {
+    guard packetLinkAvailable else {
+        print("LossBenchTests: no root with CAP_NET_ADMIN/CAP_SYS_ADMIN, /dev/net/tun or ip; kcptun path skipped")
+        return
+    }
+    guard KCPTunProfile.isInstalled else {
+        print("LossBenchTests: kcptun-client/kcptun-server not installed (apt-get install kcptun); kcptun path skipped")
+        return
+    }
+    guard let trace = lessonA(lines: 1000) else {
+        print("LossBenchTests: ../shared/traces/lesson-a.csv not found; kcptun path skipped")
+        return
+    }
+    let binDirectory = lossBenchBinDirectory()
+    guard access(binDirectory + "/inkwired", X_OK) == 0 else {
+        print("LossBenchTests: inkwired not built next to the tests; kcptun path skipped")
+        return
+    }
+    var options = LossBenchOptions()
+    options.lossPercents = [10]
+    options.rooms = 1
+    options.members = 3
+    options.durationSeconds = 3
+    options.transports = [.kcptunFast3]
+    options.link = .netns
+    options.seed = 5
+    options.drainTimeoutSeconds = 20
+    let results = LossBench.run(options, trace: trace, binDirectory: binDirectory)
+
+    #expect(results.count == 1, "seed \(options.seed)")
+    for result in results {
+        #expect(result.transport == "kcptun-fast3" && result.link == "netns", "seed \(options.seed): \(result.json)")
+        #expect(result.completeness == 1.0 && result.violations == 0, "seed \(options.seed): \(result.json)")
+        #expect(result.commandsSent > 0 && result.expected == result.commandsSent * 2, "seed \(options.seed): \(result.json)")
+        #expect(result.legacyWatchers == 1 && result.legacyExpected > 0, "seed \(options.seed): \(result.json)")
+        #expect(result.legacyCompleteness == 1.0 && result.legacyViolations == 0, "seed \(options.seed): \(result.json)")
+        #expect(result.isComplete, "seed \(options.seed): \(result.json)")
+        #expect(result.tunnelServers == 2 && result.tunnelClients == 4, "seed \(options.seed): \(result.json)")
+        #expect((result.tunnelServerCPUSeconds ?? 0) > 0 && result.daemonCPUSeconds >= result.tunnelServerCPUSeconds ?? 0,
+                "seed \(options.seed): \(result.json)")
+        #expect(result.wireBytes > 0 && result.legacyWireBytes > 0, "seed \(options.seed): \(result.json)")
+        for field in ["\"kcptun_server_cpu_s\":", "\"kcptun_client_cpu_s\":", "\"legacy_p99_ms\":", "\"legacy_completeness\":1,",
+                      "\"legacy_wire_bytes\":", "\"wire_bytes_per_point\":"] {
+            #expect(result.json.contains(field), "seed \(options.seed): \(field) missing from \(result.json)")
+        }
+    }
+    // Nothing of the run is left behind: its namespaces and its kcptun processes are gone.
+    let left = (try? FileManager.default.contentsOfDirectory(atPath: NetworkNamespace.directory)) ?? []
+    #expect(!left.contains { $0.hasPrefix("inkwloss-\(getpid())-") }, "seed \(options.seed): \(left)")
+}
+
+@Test func lossOptionsNameTheKCPTunTransports() throws {
+    let parsed = try LossBenchOptions(["--transports", "inkwire-udp,kcptun-fast3,kcptun-fast2,kcptun-fast3-nofec,kcptun-fast2-nofec"])
+    #expect(parsed.transports == [.inkwireUDP, .kcptunFast3, .kcptunFast2, .kcptunFast3NoFEC, .kcptunFast2NoFEC])
+    #expect(LossTransport.kcptunFast3.kcptun == KCPTunProfile(mode: "fast3", forwardErrorCorrection: true))
+    #expect(LossTransport.kcptunFast2NoFEC.kcptun?.sharedFlags.contains("--datashard") == true)
+    #expect(!LossTransport.kcptunFast2.isProxyImpairable && LossTransport.kcptunFast2.kcptun?.mode == "fast2")
+    #expect(LossTransport.inkwireUDP.kcptun == nil)
 }

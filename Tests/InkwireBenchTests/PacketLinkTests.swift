@@ -7,7 +7,7 @@ import Testing
 
 /// The packet link needs root with CAP_SYS_ADMIN and CAP_NET_ADMIN (a container's root may lack
 /// them), a TUN driver and iproute2; elsewhere these tests return at once.
-private var packetLinkAvailable: Bool {
+var packetLinkAvailable: Bool {
     guard getuid() == 0, access("/dev/net/tun", R_OK | W_OK) == 0, IPCommand.path != nil, SystemCalls.setns != nil,
           let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
