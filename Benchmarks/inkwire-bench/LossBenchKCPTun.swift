@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import InkUV
 
@@ -58,9 +59,11 @@ final class LossKCPTunnels {
     static let maximumProcesses = LossBenchOptions.maximumRooms * LossBenchOptions.maximumMembers + 8
     /// How long kcptun may take to start listening (it derives its key first, even with no crypt).
     static let readyTimeoutMicroseconds: UInt64 = 20_000_000
-    /// What kcptun logs once it has derived its key and goes on to serve.
-    static let readyMarker = "key derivation done"
     static let stopTimeoutMicroseconds: UInt64 = 5_000_000
+    /// How long a tunnel may take to log its counters after SIGUSR1.
+    static let countersTimeoutMicroseconds: UInt64 = 3_000_000
+    /// What kcptun logs on SIGUSR1, before its kcp-go counters (`KCP SNMP:&{Name:value ...}`).
+    static let countersMarker = "KCP SNMP:&{"
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -70,6 +73,8 @@ final class LossKCPTunnels {
         var pid: pid_t
         var log: String
         var isServer: Bool
+        /// The port it listens on in its namespace (UDP for a server, TCP for a client).
+        var port: UInt16
         var reaped = false
     }
 
@@ -97,7 +102,7 @@ final class LossKCPTunnels {
     /// Starts a server in the server namespace in front of `target` (a relay port there),
     /// listening on UDP `port` at `PacketLink.serverAddress`.
     func addServer(target: SocketAddress, port: UInt16) throws(Failure) {
-        try start(server: true, serverLauncher + [KCPTunProfile.serverPath ?? "kcptun-server",
+        try start(server: true, port: port, serverLauncher + [KCPTunProfile.serverPath ?? "kcptun-server",
                   "--listen", "\(PacketLink.serverAddress):\(port)", "--target", "\(target)"] + profile.sharedFlags)
     }
 
@@ -106,7 +111,7 @@ final class LossKCPTunnels {
     func addClient(serverPort: UInt16) throws(Failure) -> SocketAddress {
         let port = nextClientPort
         nextClientPort += 1
-        try start(server: false, clientLauncher + [KCPTunProfile.clientPath ?? "kcptun-client",
+        try start(server: false, port: port, clientLauncher + [KCPTunProfile.clientPath ?? "kcptun-client",
                   "--localaddr", "\(PacketLink.clientAddress):\(port)", "--remoteaddr", "\(PacketLink.serverAddress):\(serverPort)"]
                   + profile.sharedFlags)
         guard let address = try? SocketAddress.parse("\(PacketLink.clientAddress):\(port)") else {
@@ -115,34 +120,67 @@ final class LossKCPTunnels {
         return address
     }
 
-    private func start(server: Bool, _ argv: [String]) throws(Failure) {
+    private func start(server: Bool, port: UInt16, _ argv: [String]) throws(Failure) {
         guard tunnels.count < LossKCPTunnels.maximumProcesses else {
             throw Failure(description: "more than \(LossKCPTunnels.maximumProcesses) kcptun processes")
         }
         let log = directory + "/\(server ? "server" : "client")-\(tunnels.count).log"
         do {
-            tunnels.append(Tunnel(pid: try lossBenchSpawn(argv, output: log), log: log, isServer: server))
+            tunnels.append(Tunnel(pid: try lossBenchSpawn(argv, output: log), log: log, isServer: server, port: port))
         } catch {
             throw Failure(description: "\(argv.joined(separator: " ")): \(error)")
         }
     }
 
-    /// Waits until every tunnel started so far says it serves (or one exits, or the timeout).
+    /// Waits until every tunnel started so far listens (its UDP or TCP port shows in its own
+    /// namespace's /proc/PID/net table; kcptun logs its settings before it binds), or one
+    /// exits, or the timeout.
     func waitReady() throws(Failure) {
         let deadline = lossBenchNow() + LossKCPTunnels.readyTimeoutMicroseconds
         for index in tunnels.indices {
-            while !String(decoding: lossBenchReadFile(tunnels[index].log), as: UTF8.self).contains(LossKCPTunnels.readyMarker) {
+            while !lossBenchListens(pid: tunnels[index].pid, tcp: !tunnels[index].isServer, port: tunnels[index].port) {
                 var status: Int32 = 0
                 let exited = waitpid(tunnels[index].pid, &status, WNOHANG) != 0
                 if exited { tunnels[index].reaped = true }
                 if exited || lossBenchNow() > deadline || lossBenchStopRequested != 0 {
                     let tail = String(decoding: lossBenchReadFile(tunnels[index].log).suffix(600), as: UTF8.self)
                     throw Failure(description: "kcptun \(tunnels[index].isServer ? "server" : "client") \(index) "
-                                  + (exited ? "exited" : "not ready") + ": \(tail)")
+                                  + (exited ? "exited" : "not listening on \(tunnels[index].port)") + ": \(tail)")
                 }
                 usleep(5_000)
             }
         }
+    }
+
+    /// kcp-go's counters added up over every tunnel (SIGUSR1 makes kcptun log them), cumulative
+    /// since each started; empty when a tunnel did not answer in time.
+    func counters() -> [String: Int] {
+        var seen: [Int] = []
+        for tunnel in tunnels where !tunnel.reaped {
+            seen.append(lossBenchCount(LossKCPTunnels.countersMarker, in: lossBenchReadFile(tunnel.log)))
+            kill(tunnel.pid, SIGUSR1)
+        }
+        var total: [String: Int] = [:]
+        let deadline = lossBenchNow() + LossKCPTunnels.countersTimeoutMicroseconds
+        for (index, tunnel) in tunnels.filter({ !$0.reaped }).enumerated() {
+            var text = ""
+            while true {
+                let log = lossBenchReadFile(tunnel.log)
+                if lossBenchCount(LossKCPTunnels.countersMarker, in: log) > seen[index] {
+                    text = String(decoding: log, as: UTF8.self)
+                    break
+                }
+                if lossBenchNow() > deadline { return [:] }
+                usleep(2_000)
+            }
+            guard let marker = text.range(of: LossKCPTunnels.countersMarker, options: .backwards) else { return [:] }
+            let body = text[marker.upperBound...].prefix { $0 != "}" }
+            for pair in body.split(separator: " ") {
+                let parts = pair.split(separator: ":", maxSplits: 1)
+                if parts.count == 2, let value = Int(parts[1]) { total[String(parts[0]), default: 0] += value }
+            }
+        }
+        return total
     }
 
     var serverCount: Int { tunnels.filter(\.isServer).count }
@@ -174,6 +212,24 @@ final class LossKCPTunnels {
     }
 
     deinit { stop() }
+}
+
+/// Whether process `pid`'s network namespace has a socket bound to `port` (TCP: listening).
+func lossBenchListens(pid: pid_t, tcp: Bool, port: UInt16) -> Bool {
+    let table = String(decoding: lossBenchReadFile("/proc/\(pid)/net/\(tcp ? "tcp" : "udp")"), as: UTF8.self)
+    var hex = String(port, radix: 16, uppercase: true)
+    while hex.count < 4 { hex = "0" + hex }
+    for line in table.split(separator: "\n").dropFirst() {
+        let fields = line.split(separator: " ")
+        guard fields.count > 3, fields[1].hasSuffix(":" + hex) else { continue }
+        if !tcp || fields[3] == "0A" { return true }
+    }
+    return false
+}
+
+/// How often `marker` occurs in `bytes`.
+func lossBenchCount(_ marker: String, in bytes: [UInt8]) -> Int {
+    String(decoding: bytes, as: UTF8.self).components(separatedBy: marker).count - 1
 }
 
 /// The first `name` on PATH that can be executed, as a path.

@@ -189,6 +189,14 @@ struct LossRunResult {
     var tunnelClientCPUSeconds: Double?
     var tunnelServers = 0
     var tunnelClients = 0
+    /// kcp-go's counters over the play and drain, added up over every tunnel (servers and
+    /// clients, the legacy one too): `tunnelCounterNames`, in that order.
+    var tunnelCounters: [(String, Int)] = []
+    /// The counters reported: packets and segments sent, segments resent (by timeout, fast
+    /// resend, early resend), segments lost by the RTO's verdict, duplicates received, data
+    /// packets FEC rebuilt, parity packets received, FEC groups given up as too short.
+    static let tunnelCounterNames = ["OutPkts", "OutSegs", "RetransSegs", "FastRetransSegs", "EarlyRetransSegs", "LostSegs",
+                                     "RepeatSegs", "FECRecovered", "FECParityShards", "FECShortShards"]
     /// Legacy app watchers (kcptun rows: one in room 0): owed messages, delivered in order,
     /// wrong ones, and their latencies in µs, sorted.
     var legacyWatchers = 0
@@ -203,6 +211,19 @@ struct LossRunResult {
     var joinSeconds = 0.0
     /// Why the run is not to be trusted (a member failed, the drain timed out), if it is not.
     var note: String?
+
+    /// "FECRecovered" -> "fec_recovered", "OutPkts" -> "out_pkts".
+    static func snakeCase(_ name: String) -> String {
+        var out = ""
+        let characters = Array(name)
+        for (index, character) in characters.enumerated() {
+            let nextIsLower = index + 1 < characters.count && characters[index + 1].isLowercase
+            let previousIsLower = index > 0 && characters[index - 1].isLowercase
+            if character.isUppercase && index > 0 && (previousIsLower || nextIsLower) { out += "_" }
+            out += character.lowercased()
+        }
+        return out
+    }
 
     var completeness: Double {
         guard expected > 0 else { return 0 }
@@ -254,6 +275,7 @@ struct LossRunResult {
         if let server = tunnelServerCPUSeconds, let client = tunnelClientCPUSeconds {
             fields += [("kcptun_servers", "\(tunnelServers)"), ("kcptun_clients", "\(tunnelClients)"),
                        ("kcptun_server_cpu_s", number(server)), ("kcptun_client_cpu_s", number(client))]
+            fields += tunnelCounters.map { ("kcptun_" + LossRunResult.snakeCase($0.0), "\($0.1)") }
         }
         if legacyWatchers > 0 {
             fields += [("legacy_watchers", "\(legacyWatchers)"), ("legacy_p50_ms", number(legacyPercentileMs(0.5))),

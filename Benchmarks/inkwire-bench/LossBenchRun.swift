@@ -227,6 +227,7 @@ struct LossScenario {
 
         // Play: each room starts a fraction of a batch window after the previous one.
         let cpuAtStart = server.cpuSeconds
+        let tunnelCountersAtStart = tunnels?.counters() ?? [:]
         let tunnelServerCPUAtStart = tunnels?.serverCPUSeconds ?? 0
         let tunnelClientCPUAtStart = tunnels?.clientCPUSeconds ?? 0
         let bytesAtStart = link.wireBytes
@@ -300,6 +301,10 @@ struct LossScenario {
             let serverCPU = tunnels.serverCPUSeconds - tunnelServerCPUAtStart
             result.tunnelServerCPUSeconds = serverCPU
             result.tunnelClientCPUSeconds = tunnels.clientCPUSeconds - tunnelClientCPUAtStart
+            let counters = tunnels.counters()
+            if !counters.isEmpty && !tunnelCountersAtStart.isEmpty {
+                result.tunnelCounters = LossRunResult.tunnelCounterNames.map { ($0, counters[$0, default: 0] - tunnelCountersAtStart[$0, default: 0]) }
+            }
             result.tunnelServers = tunnels.serverCount
             result.tunnelClients = tunnels.clientCount
             result.daemonCPUSeconds += serverCPU

@@ -5,23 +5,24 @@ import Testing
 
 /// Runs the KCP driver, or says why it cannot (no python3, or no siokcp: .ci installs it).
 private func runDriver(mode: String, seeds: [Int], lossPercent: Int = 5, linkTrace: Bool = false) throws -> [KCPExperimentKCP.Seed]? {
-    do {
-        return try KCPExperimentKCP.run(mode: mode, seeds: seeds, lossPercent: lossPercent, python: "python3",
-                                        driver: KCPExperimentKCP.defaultDriverPath, linkTrace: linkTrace)
-    } catch let failure where failure.isMissing {
+    let result = Result { () throws(KCPExperimentKCP.Failure) in
+        try KCPExperimentKCP.run(mode: mode, seeds: seeds, lossPercent: lossPercent, python: "python3",
+                                 driver: KCPExperimentKCP.defaultDriverPath, linkTrace: linkTrace)
+    }
+    switch result {
+    case .success(let seeds):
+        return seeds
+    case .failure(let failure):
+        guard failure.isMissing else { throw failure }
         print("KCPDriverTests: skipped, the real KCP is not available (python3 -m pip install siokcp==0.0.5): \(failure)")
         return nil
     }
 }
 
-/// The driver's link is the experiment's link: every send the real KCP made in seed 3, fed in
-/// the same order to the Swift `KCPLatencySimulator` with the same seed, gets the same fate
-/// (lost, or the same one-way delay). So the measured KCP rows and Inkwire's row see one link.
-@Test func kcpDriverLinkDecidesAsTheSwiftLink() throws {
-    guard let seeds = try runDriver(mode: "fast", seeds: [3], linkTrace: true) else { return }
-    let trace = seeds[0].linkTrace
-    #expect(trace.count > 2000, "seed 3: \(trace.count) sends")
-    var link = KCPLatencySimulator(seed: 3)
+/// Each send of `trace` ("time,peer,size,outcome") given to the Swift link with `seed`, in
+/// order; the sends whose outcome differs.
+private func linkMismatches(_ trace: [String], seed: UInt32) -> [String] {
+    var link = KCPLatencySimulator(seed: seed)
     var mismatches: [String] = []
     for entry in trace {
         let fields = entry.split(separator: ",").map(String.init)
@@ -37,9 +38,20 @@ private func runDriver(mode: String, seeds: [Int], lossPercent: Int = 5, linkTra
         case .queued(let delay): expected = "\(delay)"
         }
         if expected != fields[3] { mismatches.append("\(entry): Swift link says \(expected)") }
-        // The Swift queue is never drained here, so it must not fill (the experiment's never does).
+        // Drained at once: the Swift queue never fills here (the experiment's never does).
         while link.receive(at: side == .a ? .b : .a, nowMs: .max) != nil {}
     }
+    return mismatches
+}
+
+/// The driver's link is the experiment's link: every send the real KCP made in seed 3, fed in
+/// the same order to the Swift `KCPLatencySimulator` with the same seed, gets the same fate
+/// (lost, or the same one-way delay). So the measured KCP rows and Inkwire's row see one link.
+@Test func kcpDriverLinkDecidesAsTheSwiftLink() throws {
+    guard let seeds = try runDriver(mode: "fast", seeds: [3], linkTrace: true) else { return }
+    let trace = seeds[0].linkTrace
+    #expect(trace.count > 2000, "seed 3: \(trace.count) sends")
+    let mismatches = linkMismatches(trace, seed: 3)
     #expect(mismatches.isEmpty, "seed 3: \(mismatches.prefix(5))")
     #expect(seeds[0].result.a.datagrams + seeds[0].result.b.datagrams == trace.count, "seed 3")
 }
