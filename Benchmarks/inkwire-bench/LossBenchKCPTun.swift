@@ -120,6 +120,20 @@ final class LossKCPTunnels {
         return address
     }
 
+    /// A loss run's tunnels: servers in front of the relay's `native` TCP port and its `legacy`
+    /// listener, a client for each of `members` members and one for the legacy app; waits until
+    /// all listen. Returns the addresses the members and the legacy app connect to.
+    func startForRelay(native: SocketAddress, legacy: SocketAddress, members: Int) throws(Failure)
+        -> (members: [SocketAddress], legacy: SocketAddress) {
+        try addServer(target: native, port: LossKCPTunnels.nativeServerPort)
+        try addServer(target: legacy, port: LossKCPTunnels.legacyServerPort)
+        var targets: [SocketAddress] = []
+        for _ in 0..<members { targets.append(try addClient(serverPort: LossKCPTunnels.nativeServerPort)) }
+        let legacyClient = try addClient(serverPort: LossKCPTunnels.legacyServerPort)
+        try waitReady()
+        return (targets, legacyClient)
+    }
+
     private func start(server: Bool, port: UInt16, _ argv: [String]) throws(Failure) {
         guard tunnels.count < LossKCPTunnels.maximumProcesses else {
             throw Failure(description: "more than \(LossKCPTunnels.maximumProcesses) kcptun processes")

@@ -108,13 +108,8 @@ struct LossScenario {
             }
             let started = try LossKCPTunnels(profile: profile, serverLauncher: netns.serverLauncher, clientLauncher: netns.clientLauncher)
             tunnels = started
-            try started.addServer(target: serverAddress, port: LossKCPTunnels.nativeServerPort)
-            try started.addServer(target: legacyAddress, port: LossKCPTunnels.legacyServerPort)
-            for _ in 0..<(options.rooms * options.members) {
-                memberTargets.append(try started.addClient(serverPort: LossKCPTunnels.nativeServerPort))
-            }
-            legacyTarget = try started.addClient(serverPort: LossKCPTunnels.legacyServerPort)
-            try started.waitReady()
+            (memberTargets, legacyTarget) = try started.startForRelay(native: serverAddress, legacy: legacyAddress,
+                                                                      members: options.rooms * options.members)
         }
 
         let link: LossBenchLink
