@@ -15,11 +15,11 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "mqtt-chaos" { r
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "bridge" { runBridgeBench(Array(CommandLine.arguments.dropFirst(2))) }
 print("""
     usage: inkwire-bench SUBCOMMAND [OPTIONS]   (one JSON object per line, then a table)
-      kcp-experiment  KCP's latency test in virtual time        udp-loopback  raw UDP round trips
+      kcp-experiment  KCP's latency test, Inkwire and real KCP  udp-loopback  raw UDP round trips
       codec           compact binary codec size and speed       store         room log store
       sync            late-joiner sync of a large board         link          UDP impairment proxy
       enet-relay      the ENet baseline relay                   fanout        relay scale on loopback
-      netns-link      packet-level impaired link (root)         loss          packet-loss harness (issue 6)
+      netns-link      packet-level impaired link (root)         loss          packet loss: inkwired, ENet, kcptun
       mqtt-chaos      MQTT proxy: delay, duplicate, burst publishes
       bridge          N daemons bridged through mosquitto
       codec-entropy   the entropy figures behind the codec size target
