@@ -30,6 +30,10 @@ let package = Package(
         .systemLibrary(name: "CENet", path: "Sources/CENet", pkgConfig: "libenet", providers: [.apt(["libenet-dev"])]),
         .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
 
+        // The build's version and commit (VERSION, git), stamped before every build.
+        .plugin(name: "VersionStamp", capability: .buildTool(), path: "Plugins/VersionStamp"),
+        .target(name: "InkVersion", plugins: ["VersionStamp"]),
+
         // Pure, sans-IO core.
         .target(name: "InkCodec", swiftSettings: releaseExclusivityUnchecked),
         .target(name: "InkProtocol", dependencies: ["InkCodec"], swiftSettings: releaseExclusivityUnchecked),
@@ -40,12 +44,12 @@ let package = Package(
         // IO and storage.
         .target(name: "InkStore", dependencies: ["InkCodec", "CSQLite"]),
         .target(name: "InkUV", dependencies: ["CLibUV"], swiftSettings: releaseExclusivityUnchecked),
-        .target(name: "InkDaemon", dependencies: ["InkCodec", "InkProtocol", "InkRelay", "InkStore", "InkUV", "CCrypto", "CMosquitto"],
+        .target(name: "InkDaemon", dependencies: ["InkCodec", "InkProtocol", "InkRelay", "InkStore", "InkUV", "InkVersion", "CCrypto", "CMosquitto"],
                 swiftSettings: releaseExclusivityUnchecked),
 
         // Programs.
         .executableTarget(name: "inkwired", dependencies: ["InkDaemon"]),
-        .executableTarget(name: "inkwire", dependencies: ["InkCodec", "InkProtocol", "InkUV", "InkDaemon", "InkClient"]),
+        .executableTarget(name: "inkwire", dependencies: ["InkCodec", "InkProtocol", "InkUV", "InkDaemon", "InkClient", "InkVersion"]),
         .executableTarget(name: "inkwire-sim", dependencies: ["InkSim", "InkProtocol"]),
         .target(name: "MQTTChaos", path: "Benchmarks/MQTTChaos"),
         .target(name: "InkBenchSupport", dependencies: ["CENet", "InkUV", "MQTTChaos"], path: "Benchmarks/InkBenchSupport"),
@@ -63,7 +67,7 @@ let package = Package(
         .testTarget(name: "InkStoreTests", dependencies: ["InkStore", "InkCodec"]),
         .executableTarget(name: "inkstore-torture", dependencies: ["InkStore"], path: "Tests/InkStoreTorture"),
         .testTarget(name: "InkUVTests", dependencies: ["InkUV"]),
-        .testTarget(name: "InkDaemonTests", dependencies: ["InkDaemon", "InkCodec", "InkProtocol", "InkBenchSupport", "MQTTChaos"]),
+        .testTarget(name: "InkDaemonTests", dependencies: ["InkDaemon", "InkCodec", "InkProtocol", "InkStore", "InkVersion", "InkBenchSupport", "MQTTChaos"]),
         .testTarget(name: "InkClientTests", dependencies: ["InkClient", "InkRelay", "InkCodec", "InkProtocol"]),
         .testTarget(name: "PurityTests"),
         .testTarget(name: "InkwireBenchTests", dependencies: ["inkwire-bench", "InkSim", "InkProtocol", "InkUV"]),

@@ -60,40 +60,55 @@ public struct DaemonConfig: Sendable, Equatable {
     public init() {}
 }
 
-/// A setting that cannot be used, with the flag it came from.
+/// A setting that cannot be used, with the flag it came from; or, with another `exitCode`, a
+/// start that failed for a reason outside the configuration.
 public struct ConfigError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
-    public init(_ message: String) { self.message = message }
+    /// What `inkwired` exits with (`DaemonExit`).
+    public let exitCode: Int32
+    public init(_ message: String, exitCode: Int32 = DaemonExit.badConfiguration) {
+        self.message = message
+        self.exitCode = exitCode
+    }
     public var description: String { message }
+
+    /// The configuration is fine but the start failed (a bind, the event loop, the disk): a
+    /// restart may succeed.
+    static func startFailed(_ message: String) -> ConfigError { ConfigError(message, exitCode: DaemonExit.startFailed) }
 }
 
 extension DaemonConfig {
     /// Longest room name accepted on the command line (the store's bound).
     public static let maxRoomNameBytes = SessionMessageCodec.maxRoomNameBytes
 
-    /// Reads flags over the `--config` file over the environment over defaults.
-    /// `readFile` returns a file's text or nil (injected so tests need no files).
+    /// Reads flags over the environment over the `--config` file over defaults.
+    /// `readFile` returns a file's text or nil (injected so tests need no files). SIGHUP parses
+    /// again with the flags and environment the process started with and the file as it is now,
+    /// so a line removed from the file stops applying at the next reload.
     public static func parse(
         arguments: [String], environment: [String: String], readFile: (String) -> String?
     ) throws(ConfigError) -> DaemonConfig {
         let fromFlags = try flagValues(arguments)
-        var values = environmentValues(environment)
-        let configPath = fromFlags["config"]?.last ?? values["config"]?.last
-        if let configPath {
+        let fromEnvironment = environmentValues(environment)
+        var values: [String: [String]] = [:]
+        if let configPath = fromFlags["config"]?.last ?? fromEnvironment["config"]?.last {
             guard let text = readFile(configPath) else { throw ConfigError("--config \(configPath): cannot read the file") }
-            for (key, value) in try fileValues(text, path: configPath) { values[key] = value }
+            values = try fileValues(text, path: configPath)
+            values["config"] = [configPath]
         }
+        for (key, value) in fromEnvironment { values[key] = value }
         for (key, value) in fromFlags { values[key] = value }
         return try build(values)
     }
 
-    /// `--name value`, `--name=value` and switches, in order; repeatable ones accumulate.
+    /// `--name value`, `--name=value`, `-h` and switches, in order; repeatable ones accumulate.
     static func flagValues(_ arguments: [String]) throws(ConfigError) -> [String: [String]] {
         var values: [String: [String]] = [:]
         var index = 0
         while index < arguments.count {
-            let argument = arguments[index]
+            var argument = arguments[index]
             index += 1
+            if let long = ConfigFlag.shortForms[argument] { argument = "--" + long }
             guard argument.hasPrefix("--"), argument.count > 2 else {
                 throw ConfigError("unexpected argument '\(argument)' (see --help)")
             }
@@ -145,6 +160,11 @@ extension DaemonConfig {
             }
             guard let flag = ConfigFlag.all.first(where: { $0.environmentName == key && $0.value != nil }) else {
                 throw ConfigError("\(path):\(number + 1): unknown setting \(key)")
+            }
+            // Older examples named the file itself here (for the unit's EnvironmentFile=).
+            if flag.name == "config" {
+                guard value == path else { throw ConfigError("\(path):\(number + 1): INKWIRE_CONFIG cannot name another file") }
+                continue
             }
             values[flag.name] = value.isEmpty ? nil : split(value, flag)
         }

@@ -62,7 +62,7 @@ public struct ConfigFlag: Sendable {
         ConfigFlag("shutdown-timeout-ms", "MS", "longest a graceful stop may take before exiting anyway (default \(DaemonLimits.defaults.shutdownTimeoutMs))"),
         ConfigFlag("check-config", nil, "validate flags, environment and files, then exit (non-zero on error)"),
         ConfigFlag("version", nil, "print the version and exit"),
-        ConfigFlag("help", nil, "print this help and exit"),
+        ConfigFlag("help", nil, "print this help and exit (also -h)"),
         // Test knobs: legacy timing (the app's own values are 3 s and 9 s).
         ConfigFlag("legacy-heartbeat-ms", "MS", "legacy heartbeat interval", reloadable: true, hidden: true),
         ConfigFlag("legacy-timeout-ms", "MS", "legacy silent-peer timeout", reloadable: true, hidden: true),
@@ -72,6 +72,9 @@ public struct ConfigFlag: Sendable {
 
     public static func named(_ name: String) -> ConfigFlag? { all.first { $0.name == name } }
 
+    /// One-letter spellings (`-h` is `--help`).
+    public static let shortForms = ["-h": "help"]
+
     /// The `--help` text.
     public static func helpText(version: String) -> String {
         var out = """
@@ -79,7 +82,7 @@ public struct ConfigFlag: Sendable {
 
             Usage: inkwired [options]
             Every option also reads from the environment as INKWIRE_NAME (--data-dir: INKWIRE_DATA_DIR);
-            precedence: flags, then the --config file, then the environment, then defaults.
+            precedence: flags, then the environment, then the --config file, then defaults.
             Repeatable options take comma-separated lists in the environment.
 
             Options:

@@ -1,4 +1,5 @@
 import Glibc
+import InkVersion
 import InkStore
 import InkUV
 
@@ -53,11 +54,11 @@ public final class Daemon {
         self.environment = environment
         self.logger = logger
         notifier = SystemdNotifier(environment: environment)
-        do { loop = try EventLoop() } catch { throw ConfigError("event loop: \(error)") }
+        do { loop = try EventLoop() } catch { throw .startFailed("event loop: \(error)") }
         tokenVerifier = try Daemon.loadTokenVerifier(config)
-        if let problem = FileSystem.makeDirectories(config.dataDir) { throw ConfigError("--data-dir \(problem)") }
+        if let problem = FileSystem.makeDirectories(config.dataDir) { throw .startFailed("--data-dir \(problem)") }
         let box = WeakDaemon()
-        do { wakeup = try LoopWakeup(loop: loop) { box.daemon?.storeProgressed() } } catch { throw ConfigError("loop wakeup: \(error)") }
+        do { wakeup = try LoopWakeup(loop: loop) { box.daemon?.storeProgressed() } } catch { throw .startFailed("loop wakeup: \(error)") }
         let wakeup = self.wakeup
         var options = SQLiteRoomLogStore.Options()
         options.durability = config.durability
@@ -72,7 +73,8 @@ public final class Daemon {
         if config.bridge == nil { options.commitInterval = Daemon.groupCommitInterval }
         let path = config.dataDir + "/" + SQLiteRoomLogStore.fileName
         do { store = try SQLiteRoomLogStore(path: path, options: options) } catch {
-            throw ConfigError("cannot open the room log \(path): \(error)")
+            if case .schemaTooNew = error { throw ConfigError("room log \(path): \(error)", exitCode: DaemonExit.dataRefused) }
+            throw .startFailed("cannot open the room log \(path): \(error)")
         }
         logger.info("room log opened", ["path": path, "durability": config.durability.rawValue, "retain": config.retain])
         authorizer = DaemonAuthorizer(verifier: tokenVerifier)
@@ -80,7 +82,7 @@ public final class Daemon {
             driver = try RelayDriver(loop: loop, store: store, logger: logger, metrics: metrics, limits: config.limits, authorizer: authorizer,
                                  maxRoomHistoryBytes: config.maxRoomHistoryBytes, bridged: config.bridge != nil)
         } catch {
-            throw ConfigError("relay timer: \(error)")
+            throw .startFailed("relay timer: \(error)")
         }
         driver.restoreRooms()
         tcpRetransmitPolicy = TCPRetransmitPolicy(ceilingMs: config.limits.tcpRetransmitCeilingMs, logger: logger)
@@ -101,7 +103,7 @@ public final class Daemon {
     /// Binds every listener, then logs the ready line and notifies systemd.
     public func start() throws(ConfigError) {
         let activation: SocketActivation?
-        do { activation = try SocketActivation.fromProcessEnvironment(environment) } catch { throw ConfigError("\(error)") }
+        do { activation = try SocketActivation.fromProcessEnvironment(environment) } catch { throw .startFailed("\(error)") }
         try openListeners(activation: activation)
         do {
             try installSignals()
@@ -112,7 +114,7 @@ public final class Daemon {
             housekeeping = timer
             try notifier.startWatchdog(loop: loop)
         } catch {
-            throw ConfigError("event loop setup: \(error)")
+            throw .startFailed("event loop setup: \(error)")
         }
         if tokenVerifier == nil {
             logger.notice("no --token-secret-file: rooms are open, joins need no token")
@@ -180,7 +182,9 @@ public final class Daemon {
         let usage = store.usage
         metrics.historyBytes.set(usage.historyBytes)
         metrics.storePending.set(usage.pendingOps)
-        metrics.storeCommits.set(Double(usage.commits))
+        metrics.storeCommits.advance(to: usage.commits)
+        metrics.storeCommitMicroseconds.advance(to: usage.totalCommitMicros)
+        metrics.process.sample()
         metrics.reorderDepth.set(udp.reduce(0) { $0 + $1.reorderDepth })
     }
 

@@ -33,7 +33,7 @@ extension Daemon {
                 metricsServer = try MetricsServer(loop: loop, bindTo: address) { [weak self] in self?.renderMetrics() ?? "" }
             }
         } catch {
-            throw ConfigError("cannot listen: \(error)")
+            throw .startFailed("cannot listen: \(error)")
         }
         for transport in udp { logger.info("listening", ["transport": "udp", "address": transport.localAddress?.description ?? "?"]) }
         for transport in tcp { logger.info("listening", ["transport": "tcp", "address": transport.localAddress?.description ?? "?"]) }

@@ -1,9 +1,24 @@
 import Glibc
+import InkVersion
+
+/// Exit codes of `inkwired` (its unit's `RestartPreventExitStatus=` names the ones a restart
+/// cannot cure). systemd shows them as 1/FAILURE, 2/INVALIDARGUMENT and 65/DATAERR.
+public enum DaemonExit {
+    public static let ok: Int32 = 0
+    /// The start failed (an address in use or not yet there, the data directory, an I/O
+    /// error): `Restart=on-failure` tries again.
+    public static let startFailed: Int32 = 1
+    /// A flag, an `INKWIRE_*` variable, the `--config` file or a file it names cannot be used.
+    public static let badConfiguration: Int32 = 2
+    /// The room log cannot be used by this version: written by a newer inkwired (schema), or
+    /// not an Inkwire room log. Nothing is changed; see `inkwired restore`.
+    public static let dataRefused: Int32 = 65
+}
 
 /// The `inkwired` program: flags, `--help`, `--version`, `--check-config`, then the daemon.
 public enum DaemonMain {
     /// Exit code for a configuration that cannot be used.
-    public static let configErrorExitCode: Int32 = 2
+    public static let configErrorExitCode = DaemonExit.badConfiguration
 
     public static func run(arguments: [String], environment: [String: String]) -> Int32 {
         // A peer that resets a connection must give EPIPE, not kill the daemon.
@@ -25,7 +40,7 @@ public enum DaemonMain {
             return 0
         }
         if config.showVersion {
-            print("inkwired \(InkwireVersion.string)")
+            print("inkwired \(InkwireVersion.string) (commit \(InkwireVersion.commit))")
             return 0
         }
         if config.checkOnly {
@@ -47,7 +62,7 @@ public enum DaemonMain {
             return daemon.run()
         } catch {
             logger.error("cannot start", ["error": error])
-            return configErrorExitCode
+            return error.exitCode
         }
     }
 

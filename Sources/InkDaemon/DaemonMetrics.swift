@@ -1,3 +1,5 @@
+import InkVersion
+
 /// The daemon's Prometheus series (issue 7): one place that names them all.
 final class DaemonMetrics {
     let registry = MetricsRegistry()
@@ -18,8 +20,10 @@ final class DaemonMetrics {
     let connectionsAccepted: Counter
     let legacyMessages: Counter
     let storePending: Gauge
-    let storeCommits: Gauge
+    let storeCommits: Counter
+    let storeCommitMicroseconds: Counter
     let reloads: Counter
+    let process = ProcessMetrics()
 
     /// RTT buckets in seconds: LAN round trips are well under 10 ms, Wi-Fi spikes reach 100s.
     static let rttBuckets: [Double] = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2]
@@ -42,9 +46,14 @@ final class DaemonMetrics {
         connectionsAccepted = registry.counter("inkwire_connections_accepted_total", help: "TCP connections accepted, by listener.", labels: ["transport"])
         legacyMessages = registry.counter("inkwire_legacy_messages_total", help: "Legacy text messages, by direction.", labels: ["direction"])
         storePending = registry.gauge("inkwire_store_pending_ops", help: "Appends not yet durable.")
-        storeCommits = registry.gauge("inkwire_store_commits", help: "Store commits since start.")
+        storeCommits = registry.counter("inkwire_store_commits_total", help: "Room log commits (transactions made durable) since start.")
+        storeCommitMicroseconds = registry.counter("inkwire_store_commit_microseconds_total",
+                                              help: "Time spent in room log commits (transaction and fsync), microseconds.")
         reloads = registry.counter("inkwire_reloads_total", help: "Configuration reloads (SIGHUP).")
         for transport in ["udp", "tcp", "legacy"] { _ = sessions.labels(transport) }
+        registry.gauge("inkwire_build_info", help: "Always 1; the labels say which build runs.", labels: ["version", "commit"])
+            .labels(InkwireVersion.string, InkwireVersion.commit).set(1)
+        process.register(in: registry)
     }
 
     /// The counter of one error kind (`garbage_datagram`, `bad_frame`, `disk_full`...).

@@ -22,6 +22,12 @@ public final class MetricsRegistry {
         Counter(register(name, help: help, type: "counter", labels: labels, buckets: []))
     }
 
+    /// A monotonically increasing total with a fraction (CPU seconds), following a total kept
+    /// elsewhere. Names should end in `_total`.
+    public func fractionalCounter(_ name: String, help: String) -> FractionalCounter {
+        FractionalCounter(register(name, help: help, type: "counter", labels: [], buckets: [], fractional: true))
+    }
+
     /// A value that goes up and down.
     public func gauge(_ name: String, help: String, labels: [String] = []) -> Gauge {
         Gauge(register(name, help: help, type: "gauge", labels: labels, buckets: []))
@@ -36,18 +42,21 @@ public final class MetricsRegistry {
         return Histogram(register(name, help: help, type: "histogram", labels: labels, buckets: buckets))
     }
 
-    private func register(_ name: String, help: String, type: String, labels: [String], buckets: [Double]) -> MetricFamily {
+    private func register(_ name: String, help: String, type: String, labels: [String], buckets: [Double],
+                          fractional: Bool = false) -> MetricFamily {
         precondition(MetricsRegistry.isValidMetricName(name), "invalid metric name '\(name)'")
         for label in labels {
             precondition(MetricsRegistry.isValidLabelName(label), "metric \(name): invalid label name '\(label)'")
         }
         precondition(Set(labels).count == labels.count, "metric \(name): repeated label name")
         if let existing = families[name] {
-            precondition(existing.type == type && existing.labelNames == labels && existing.buckets == buckets,
+            precondition(existing.type == type && existing.labelNames == labels && existing.buckets == buckets
+                         && existing.fractional == fractional,
                          "metric \(name) registered twice with different shapes")
             return existing
         }
-        let family = MetricFamily(registry: self, name: name, help: help, type: type, labelNames: labels, buckets: buckets)
+        let family = MetricFamily(registry: self, name: name, help: help, type: type, labelNames: labels, buckets: buckets,
+                                  fractional: fractional)
         families[name] = family
         return family
     }
@@ -94,6 +103,8 @@ public final class MetricCell {
 public struct CounterCell {
     let cell: MetricCell
     public func increment(by amount: UInt64 = 1) { cell.count &+= amount }
+    /// Follows a total counted elsewhere (the store's commits): never goes back.
+    public func advance(to total: UInt64) { cell.count = max(cell.count, total) }
     public var value: UInt64 { cell.count }
 }
 
@@ -127,6 +138,17 @@ public struct Counter {
     public func labels(_ values: String...) -> CounterCell { CounterCell(cell: family.cell(values)) }
     /// Increments the unlabelled series.
     public func increment(by amount: UInt64 = 1) { labels().increment(by: amount) }
+    public func advance(to total: UInt64) { labels().advance(to: total) }
+}
+
+public struct FractionalCounter {
+    let family: MetricFamily
+    init(_ family: MetricFamily) { self.family = family }
+    /// Follows a total counted elsewhere; never goes back.
+    public func advance(to total: Double) {
+        let cell = family.cell([])
+        cell.value = max(cell.value, total)
+    }
 }
 
 public struct Gauge {
@@ -155,15 +177,19 @@ final class MetricFamily {
     let type: String
     let labelNames: [String]
     let buckets: [Double]
+    /// A counter whose series keep a fraction (`value`, not `count`).
+    let fractional: Bool
     private var series: [[String]: MetricCell] = [:]
 
-    init(registry: MetricsRegistry, name: String, help: String, type: String, labelNames: [String], buckets: [Double]) {
+    init(registry: MetricsRegistry, name: String, help: String, type: String, labelNames: [String], buckets: [Double],
+         fractional: Bool) {
         self.registry = registry
         self.name = name
         self.help = help
         self.type = type
         self.labelNames = labelNames
         self.buckets = buckets
+        self.fractional = fractional
         // An unlabelled metric exists (as zero) from the start, so it is always rendered.
         if labelNames.isEmpty { series[[]] = MetricCell(buckets: buckets.count) }
     }
@@ -195,7 +221,7 @@ final class MetricFamily {
             let cell = series[key]!
             switch type {
             case "counter":
-                line(&out, name, key, extra: nil, String(cell.count))
+                line(&out, name, key, extra: nil, fractional ? MetricFamily.format(cell.value) : String(cell.count))
             case "gauge":
                 line(&out, name, key, extra: nil, MetricFamily.format(cell.value))
             default:

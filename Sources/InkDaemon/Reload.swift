@@ -1,5 +1,6 @@
 extension Daemon {
-    /// SIGHUP: re-reads the flags, the `--config` file and the token secret, and applies what
+    /// SIGHUP: parses the start's flags and environment again with the `--config` file as it is
+    /// now (a line removed from it goes back to its default), re-reads the token secret, and applies what
     /// can change live (token secret, log level, limits, room history limit and idle expiry) without touching a session. A broken
     /// configuration is logged and the running one kept.
     func reload() {
@@ -38,7 +39,8 @@ extension Daemon {
         store.applyLiveLimits(maxRoomHistoryBytes: next.maxRoomHistoryBytes, idleRoomExpiryMs: next.roomIdleExpiryMs)
         driver.gate.maxRoomHistoryBytes = next.maxRoomHistoryBytes
         logger.notice("reloaded", ["log_level": next.logLevel, "tokens": verifier == nil ? "open" : "required",
-                                   "max_sessions": limits.maxSessions, "max_room_history_bytes": next.maxRoomHistoryBytes,
+                                   "max_sessions": limits.maxSessions, "new_sessions_per_second": limits.newSessionsPerSecond,
+                                   "max_room_history_bytes": next.maxRoomHistoryBytes,
                                    "room_idle_expiry_ms": next.roomIdleExpiryMs])
     }
 

@@ -1,9 +1,5 @@
 import Glibc
 
-/// The daemon's version (`--version`, metrics, logs).
-public enum InkwireVersion {
-    public static let string = "0.1.0"
-}
 
 /// Wall-clock time, for timestamps that outlive the process (room log, tokens).
 enum WallClock {

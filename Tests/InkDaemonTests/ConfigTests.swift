@@ -24,17 +24,49 @@ import InkUV
         #expect(try parse([], ["INKWIRE_TCP_RTO_MAX_MS": "750"]).limits.tcpRetransmitCeilingMs == 750)
     }
 
-    @Test func flagsOverFileOverEnvironment() throws {
+    @Test func flagsOverEnvironmentOverFile() throws {
+        let file = "# comment\n\nINKWIRE_LOG_LEVEL=\"warning\"\nINKWIRE_MAX_ROOMS=6\nINKWIRE_TCP=127.0.0.1:1, 127.0.0.1:2\nINKWIRE_RETAIN=full\n"
         let config = try parse(["--legacy", "127.0.0.1:5000=a", "--legacy=[::1]:5001=b=c", "--config", "/etc/inkwired.env", "--max-rooms", "7"],
                                ["INKWIRE_MAX_ROOMS": "5", "INKWIRE_LOG_LEVEL": "debug", "INKWIRE_UDP": "off", "INKWIRE_MAX_MEMBERS": "9"],
-                               files: ["/etc/inkwired.env": "# comment\n\nINKWIRE_LOG_LEVEL=\"warning\"\nINKWIRE_MAX_ROOMS=6\nINKWIRE_TCP=127.0.0.1:1, 127.0.0.1:2\n"])
+                               files: ["/etc/inkwired.env": file])
         #expect(config.legacy == [LegacyBinding(address: SocketAddress("127.0.0.1:5000")!, room: "a"),
                                   LegacyBinding(address: SocketAddress("[::1]:5001")!, room: "b=c")])
-        #expect(config.limits.maxRooms == 7)
-        #expect(config.limits.maxMembersPerRoom == 9)
-        #expect(config.logLevel == .warning)
+        #expect(config.limits.maxRooms == 7)               // flag over environment over file
+        #expect(config.limits.maxMembersPerRoom == 9)      // environment alone
+        #expect(config.logLevel == .debug)                 // environment over file
+        #expect(config.retain == .full)                    // file alone
         #expect(config.udp.isEmpty)
         #expect(config.tcp == [SocketAddress("127.0.0.1:1")!, SocketAddress("127.0.0.1:2")!])
+        #expect(config.configFile == "/etc/inkwired.env")
+        // INKWIRE_CONFIG in the environment names the file too; --flag=value is --flag value.
+        let fromEnvironment = try parse(["--max-rooms=8"], ["INKWIRE_CONFIG": "/etc/inkwired.env"], files: ["/etc/inkwired.env": file])
+        #expect(fromEnvironment.logLevel == .warning)
+        #expect(fromEnvironment.limits.maxRooms == 8)
+    }
+
+    @Test func theFileIsReadAsItIsNow() throws {
+        // What a reload does: the same flags and environment, the file as it is now.
+        let arguments = ["--config", "f"]
+        let environment = ["INKWIRE_MAX_SESSIONS": "50"]
+        let before = try parse(arguments, environment, files: ["f": "INKWIRE_LOG_LEVEL=debug\nINKWIRE_MAX_SESSIONS=9\nINKWIRE_RETAIN=full\n"])
+        #expect(before.logLevel == .debug && before.limits.maxSessions == 50 && before.retain == .full)
+        let after = try parse(arguments, environment, files: ["f": "INKWIRE_RETAIN=full\n"])
+        #expect(after.logLevel == .info)  // the removed line no longer applies
+        #expect(after.limits.maxSessions == 50)
+    }
+
+    @Test func helpAndVersionSpellings() throws {
+        #expect(try parse(["-h"]).showHelp)
+        #expect(try parse(["--help"]).showHelp)
+        #expect(try parse(["--version"]).showVersion)
+        #expect(try parse(["--udp=off", "--tcp=127.0.0.1:0"]).udp.isEmpty)
+    }
+
+    @Test func aFileMayNameItselfButNoOtherFile() throws {
+        #expect(try parse(["--config", "f"], files: ["f": "INKWIRE_CONFIG=f\nINKWIRE_LOG_LEVEL=error\n"]).logLevel == .error)
+        #expect(throws: ConfigError("f:1: INKWIRE_CONFIG cannot name another file")) {
+            try parse(["--config", "f"], files: ["f": "INKWIRE_CONFIG=g\n", "g": ""])
+        }
     }
 
     @Test(arguments: [

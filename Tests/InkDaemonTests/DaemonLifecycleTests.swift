@@ -1,6 +1,7 @@
 import Glibc
 import InkCodec
 import InkProtocol
+import InkVersion
 import Testing
 @testable import InkDaemon
 
@@ -46,14 +47,37 @@ import Testing
     }
 
     @Test func helpListsEveryFlagAndVersionPrints() throws {
-        let (code, out, _) = try Self.runToExit(["--help"])
-        #expect(code == 0)
-        for flag in ConfigFlag.all where !flag.hidden {
-            #expect(out.contains("--\(flag.name)"), "--help misses --\(flag.name)")
+        for spelling in ["--help", "-h"] {
+            let (code, out, _) = try Self.runToExit([spelling])
+            #expect(code == 0)
+            for flag in ConfigFlag.all where !flag.hidden {
+                #expect(out.contains("--\(flag.name)"), "\(spelling) misses --\(flag.name)")
+            }
         }
         let (versionCode, version, _) = try Self.runToExit(["--version"])
         #expect(versionCode == 0)
-        #expect(version == "inkwired \(InkwireVersion.string)\n")
+        #expect(version == "inkwired \(InkwireVersion.string) (commit \(InkwireVersion.commit))\n")
+        // The VERSION file is the one source of the version.
+        let file = String(decoding: readFile(DeployTests.packageRoot + "/VERSION"), as: UTF8.self)
+        #expect(file == InkwireVersion.string + "\n")
+    }
+
+    @Test func aFailedStartIsNotABadConfiguration() throws {
+        // The address is taken: the configuration is fine, a later restart may work (exit 1).
+        let (fd, port) = try DaemonActivationTests.boundSocket(SOCK_DGRAM)
+        defer { close(fd) }
+        let (code, _, err) = try Self.runToExit(["--udp", "127.0.0.1:\(port)", "--tcp", "off"])
+        #expect(code == DaemonExit.startFailed, "\(err)")
+        #expect(err.contains("cannot listen"), "\(err)")
+        // A bad setting in the file is a bad configuration (exit 2), which the unit never restarts.
+        let directory = DaemonProcess.scratchDirectory("badfile")
+        defer { _ = system("rm -rf '\(directory)'") }
+        writeFile(directory + "/inkwired.env", Array("INKWIRE_MAX_SESIONS=9\n".utf8))
+        let (bad, _, badErr) = try Self.runToExit(["--config", directory + "/inkwired.env", "--udp", "127.0.0.1:0"])
+        #expect(bad == DaemonExit.badConfiguration)
+        #expect(badErr.contains("inkwired.env:1: unknown setting INKWIRE_MAX_SESIONS"), "\(badErr)")
+        let unit = String(decoding: readFile(DeployTests.deploy + "/inkwired.service"), as: UTF8.self)
+        #expect(unit.contains("\nRestartPreventExitStatus=\(DaemonExit.badConfiguration) \(DaemonExit.dataRefused)\n"))
     }
 
     @Test func shortTokenSecretIsRefused() throws {
@@ -111,23 +135,31 @@ import Testing
         let configPath = directory + "/inkwired.env"
         writeFile(configPath, Array("# test\nINKWIRE_LOG_LEVEL=info\n".utf8))
         let daemon = try DaemonProcess(["--udp", "off", "--tcp", "off", "--legacy", "127.0.0.1:0=lesson", "--config", configPath],
-                                       dataDir: directory, tag: "reload")
+                                       environment: ["INKWIRE_MAX_SESSIONS": "11"], dataDir: directory, tag: "reload")
         let port = daemon.legacyPort(try daemon.ready())
         let a = try LegacyTestClient(port: port)
         let b = try LegacyTestClient(port: port)
         #expect(daemon.waitForLine(containing: "author=2") != nil)
         writeFile(configPath, Array(("INKWIRE_LOG_LEVEL=debug\nINKWIRE_MAX_SESSIONS=7\nINKWIRE_DURABILITY=always\n"
-                                     + "INKWIRE_MAX_ROOM_HISTORY_BYTES=4096\nINKWIRE_ROOM_IDLE_EXPIRY=12h\n").utf8))
+                                     + "INKWIRE_MAX_ROOM_HISTORY_BYTES=4096\nINKWIRE_ROOM_IDLE_EXPIRY=12h\nINKWIRE_NEW_SESSIONS_PER_SECOND=3\n").utf8))
         daemon.signal(SIGHUP)
         let reloaded = daemon.waitForLine(containing: "msg=\"reloaded\"")
         #expect(reloaded?.contains("log_level=debug") == true)
-        #expect(reloaded?.contains("max_sessions=7") == true)
+        #expect(reloaded?.contains("max_sessions=11") == true, "the environment wins over the file: \(reloaded ?? "")")
         #expect(reloaded?.contains("max_room_history_bytes=4096") == true)
         #expect(reloaded?.contains("room_idle_expiry_ms=43200000") == true)
+        #expect(reloaded?.contains("new_sessions_per_second=3") == true)
         #expect(daemon.log.contains("msg=\"reload ignores settings that need a restart\" settings=durability"))
         // The devices stayed connected and keep drawing.
         a.send(["1,0.100000,0.100000,1"])
         #expect(b.receive(count: 1) == ["1,0.100000,0.100000,1"])
+        // Lines removed from the file go back to their defaults at the next reload.
+        writeFile(configPath, Array("INKWIRE_MAX_ROOM_HISTORY_BYTES=8192\n".utf8))
+        daemon.signal(SIGHUP)
+        let again = daemon.waitForLine(containing: "max_room_history_bytes=8192")
+        #expect(again?.contains("log_level=info") == true, "\(again ?? "")")
+        #expect(again?.contains("room_idle_expiry_ms=2592000000") == true, "\(again ?? "")")
+        #expect(again?.contains("new_sessions_per_second=20") == true, "\(again ?? "")")
         // A broken file is refused and the running configuration kept.
         writeFile(configPath, Array("INKWIRE_LOG_LEVEL=loud\n".utf8))
         daemon.signal(SIGHUP)

@@ -68,7 +68,8 @@ import Testing
 
     @Test func settingsExampleNamesEveryVariableAndIsAValidConfig() throws {
         let example = Self.text(Self.deploy + "/inkwired.env")
-        for flag in ConfigFlag.all where !flag.hidden && flag.value != nil {
+        // Every setting but INKWIRE_CONFIG: the unit passes --config with this file's path.
+        for flag in ConfigFlag.all where !flag.hidden && flag.value != nil && flag.name != "config" {
             #expect(example.contains("\(flag.environmentName)="), "\(flag.environmentName) missing from deploy/inkwired.env")
         }
         // Every name it mentions is one the daemon knows (commented or not).
@@ -210,7 +211,7 @@ import Testing
 
             // --prefix moves the binaries and man page, and the unit follows.
             _ = try Self.run(install + ["--prefix", "/opt/inkwire"], scratch: scratch)
-            #expect(Self.text(root + "/etc/systemd/system/inkwired.service").contains("\nExecStart=/opt/inkwire/bin/inkwired --data-dir"))
+            #expect(Self.text(root + "/etc/systemd/system/inkwired.service").contains("\nExecStart=/opt/inkwire/bin/inkwired --config /etc/default/inkwired --data-dir"))
             #expect(Self.exists(root + "/opt/inkwire/share/man/man8/inkwired.8"))
             _ = try Self.run(uninstall + ["--prefix", "/opt/inkwire"], scratch: scratch)
             #expect(try Self.files(under: root, scratch: scratch) == [])
