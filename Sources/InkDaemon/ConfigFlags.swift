@@ -81,6 +81,8 @@ public struct ConfigFlag: Sendable {
             inkwired \(version): the Inkwire whiteboard relay daemon.
 
             Usage: inkwired [options]
+                   inkwired backup --to FILE [--data-dir DIR | --config FILE]
+                   inkwired restore --from FILE [--data-dir DIR | --config FILE]
             Every option also reads from the environment as INKWIRE_NAME (--data-dir: INKWIRE_DATA_DIR);
             precedence: flags, then the environment, then the --config file, then defaults.
             Repeatable options take comma-separated lists in the environment.
@@ -94,8 +96,15 @@ public struct ConfigFlag: Sendable {
             let pad = max(1, 34 - left.count)
             out += left + String(repeating: " ", count: pad) + flag.help + "\n"
         }
+        out += "\nCommands:\n"
+        for command in DaemonCommand.allCases {
+            let left = "  \(command.rawValue) --\(command.option.name) \(command.option.value)"
+            out += left + String(repeating: " ", count: max(1, 34 - left.count)) + command.option.help + "\n"
+        }
         out += """
 
+            Exit codes: 0 stopped cleanly, 1 the start failed (a restart may work), 2 bad configuration,
+            65 the room log is from a newer release (or not a room log); the unit restarts on 1 only.
             Signals: SIGHUP reloads the token secret, log level and limits; SIGTERM/SIGINT stop gracefully.
             The daemon logs one logfmt line per event on stderr, and a line with msg="ready" (with the bound
             addresses) once it accepts traffic.

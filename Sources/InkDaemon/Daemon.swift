@@ -21,6 +21,8 @@ public final class Daemon {
     let authorizer: DaemonAuthorizer
     let legacyContext: LegacyContext
     let tcpRetransmitPolicy: TCPRetransmitPolicy
+    /// Held while the daemon runs (`inkwired restore` waits for it to stop).
+    private let dataDirectoryLock: DataDirectoryLock
     var tokenVerifier: TokenVerifier?
     var legacyListeners: [LegacyListener] = []
     var udp: [UDPTransport] = []
@@ -57,6 +59,7 @@ public final class Daemon {
         do { loop = try EventLoop() } catch { throw .startFailed("event loop: \(error)") }
         tokenVerifier = try Daemon.loadTokenVerifier(config)
         if let problem = FileSystem.makeDirectories(config.dataDir) { throw .startFailed("--data-dir \(problem)") }
+        dataDirectoryLock = try DataDirectoryLock.acquire(dataDir: config.dataDir).get()
         let box = WeakDaemon()
         do { wakeup = try LoopWakeup(loop: loop) { box.daemon?.storeProgressed() } } catch { throw .startFailed("loop wakeup: \(error)") }
         let wakeup = self.wakeup
@@ -71,12 +74,24 @@ public final class Daemon {
         options.onDurable = { [wakeup] in wakeup.wake() }
         // A bridged home publishes each batch once durable: its remote members wait for the commit.
         if config.bridge == nil { options.commitInterval = Daemon.groupCommitInterval }
+        options.release = "inkwired \(InkwireVersion.string) (commit \(InkwireVersion.commit))"
         let path = config.dataDir + "/" + SQLiteRoomLogStore.fileName
         do { store = try SQLiteRoomLogStore(path: path, options: options) } catch {
-            if case .schemaTooNew = error { throw ConfigError("room log \(path): \(error)", exitCode: DaemonExit.dataRefused) }
+            if case .schemaTooNew(let found, let supported) = error {
+                throw ConfigError("room log \(path) has schema \(found), written by a newer inkwired; this one (\(InkwireVersion.string)) reads"
+                                  + " schema \(supported) and older. Nothing was changed: install the newer release again, or restore the"
+                                  + " copy taken before its upgrade (\(SQLiteRoomLogStore.defaultBackupDirectory(forDatabaseAt: path))/rooms-schema\(supported)-*.sqlite)"
+                                  + " with inkwired restore", exitCode: DaemonExit.dataRefused)
+            }
             throw .startFailed("cannot open the room log \(path): \(error)")
         }
-        logger.info("room log opened", ["path": path, "durability": config.durability.rawValue, "retain": config.retain])
+        if let migration = store.migration {
+            logger.notice("room log migrated; the copy taken before is kept", [
+                "path": path, "from_schema": migration.fromVersion, "to_schema": migration.toVersion, "backup": migration.backupPath,
+            ])
+        }
+        logger.info("room log opened", ["path": path, "schema": SQLiteSchema.currentVersion, "durability": config.durability.rawValue,
+                                        "retain": config.retain])
         authorizer = DaemonAuthorizer(verifier: tokenVerifier)
         do {
             driver = try RelayDriver(loop: loop, store: store, logger: logger, metrics: metrics, limits: config.limits, authorizer: authorizer,
@@ -146,6 +161,7 @@ public final class Daemon {
             "metrics": metricsServer?.localAddress?.description ?? "off",
             "bridge_id": bridge?.core.configuration.daemonID ?? "off",
             "version": InkwireVersion.string,
+            "commit": InkwireVersion.commit,
             "pid": getpid(),
         ])
     }

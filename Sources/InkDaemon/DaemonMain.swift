@@ -28,6 +28,9 @@ public enum DaemonMain {
         sigemptyset(&driving)
         for signum in [SIGHUP, SIGTERM, SIGINT] { sigaddset(&driving, signum) }
         sigprocmask(SIG_UNBLOCK, &driving, nil)
+        if let first = arguments.first, let command = DaemonCommand(rawValue: first) {
+            return command.run(Array(arguments.dropFirst()), environment: environment)
+        }
         let config: DaemonConfig
         do {
             config = try DaemonConfig.parse(arguments: arguments, environment: environment, readFile: FileSystem.readText)

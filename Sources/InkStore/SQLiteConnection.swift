@@ -12,10 +12,12 @@ final class SQLiteConnection {
     static let busyTimeoutMilliseconds: Int32 = 2000
 
     let handle: OpaquePointer
+    let path: String
 
-    init(path: String, readOnly: Bool = false) throws(StoreError) {
+    init(path: String, readOnly: Bool = false, create: Bool = true) throws(StoreError) {
+        self.path = path
         var db: OpaquePointer?
-        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"

@@ -20,6 +20,10 @@ public final class SQLiteRoomLogStore: LogFrontedStore {
         public var onDurable: (@Sendable () -> Void)?
         /// Test hook: caps the database at this many pages (SQLITE_FULL beyond), as a small disk would.
         var maxPageCount: Int?
+        /// Where the copy taken before a schema migration goes (nil: `backups` beside the database).
+        public var migrationBackupDirectory: String?
+        /// Recorded in `schema_history` by a migration: who applied it (`inkwired 0.2.0`).
+        public var release = "inkwire"
 
         public init() {}
     }
@@ -32,6 +36,14 @@ public final class SQLiteRoomLogStore: LogFrontedStore {
 
     public let path: String
     private let pipe: WriterThreadPipe
+    /// The schema migration this open ran (nil: the database was current or new).
+    public let migration: SchemaMigration?
+
+    /// `backups`, beside the database: where the copy before a migration goes by default.
+    public static func defaultBackupDirectory(forDatabaseAt path: String) -> String {
+        let parent = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        return (parent.isEmpty && !path.hasPrefix("/") ? "." : parent) + "/backups"
+    }
 
     /// Opens (creating if needed) the database at `path` and reloads every room.
     public init(path: String, options: Options = Options()) throws(StoreError) {
@@ -50,7 +62,8 @@ public final class SQLiteRoomLogStore: LogFrontedStore {
             throw .storage(code: 1, message: "WAL mode unavailable", context: "opening \(path)")
         }
         if let pages = options.maxPageCount { try writeDB.exec("PRAGMA max_page_count = \(pages)") }
-        try SQLiteSchema.migrate(writeDB)
+        migration = try SQLiteSchema.migrate(writeDB, backupDirectory: options.migrationBackupDirectory ?? Self.defaultBackupDirectory(forDatabaseAt: path),
+                                             appliedBy: options.release, nowMs: RoomLogBackup.wallClockMs())
         let readDB = try SQLiteConnection(path: path)
         try readDB.exec("PRAGMA busy_timeout = \(options.busyTimeoutMs); PRAGMA query_only = 1;")
         let reader = try SQLiteLogReader(db: readDB)

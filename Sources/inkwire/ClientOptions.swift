@@ -35,18 +35,34 @@ struct UsageError: Error, CustomStringConvertible {
     var description: String
 }
 
-/// `--flag value` pairs; every flag takes one value.
+/// `--flag value` and `--flag=value` pairs (every flag takes one value), and `-h`/`--help`.
 struct ParsedFlags {
     private var values: [String: String] = [:]
+    /// `-h` or `--help` was given: the command prints its help and exits 0.
+    private(set) var helpRequested = false
 
     init(_ arguments: [String], allowed: Set<String>) throws(UsageError) {
         var i = 0
         while i < arguments.count {
-            let flag = arguments[i]
+            var flag = arguments[i]
+            i += 1
+            if flag == "-h" || flag == "--help" {
+                helpRequested = true
+                continue
+            }
+            var inline: String?
+            if flag.hasPrefix("--"), let equals = flag.firstIndex(of: "=") {
+                inline = String(flag[flag.index(after: equals)...])
+                flag = String(flag[..<equals])
+            }
             guard allowed.contains(flag) else { throw UsageError(description: "unknown option \(flag)") }
-            guard i + 1 < arguments.count else { throw UsageError(description: "\(flag) needs a value") }
-            values[flag] = arguments[i + 1]
-            i += 2
+            if let inline {
+                values[flag] = inline
+            } else {
+                guard i < arguments.count else { throw UsageError(description: "\(flag) needs a value") }
+                values[flag] = arguments[i]
+                i += 1
+            }
         }
     }
 
@@ -65,23 +81,48 @@ struct ParsedFlags {
     }
 }
 
-/// `udp://HOST:PORT` or `tcp://HOST:PORT`.
+/// `udp://HOST:PORT` or `tcp://HOST:PORT`; HOST is an IPv4 address, `[IPv6]`, or a host name
+/// resolved with the system resolver when the command connects (`HostResolver`).
 struct ServerURL: CustomStringConvertible {
     enum Scheme: String { case udp, tcp }
     var scheme: Scheme
-    var address: SocketAddress
+    /// As given (`classroom-box.local`, `192.0.2.7`, `[::1]`).
+    var host: String
+    var port: UInt16
+    /// The address when HOST is a literal (or `localhost`, as inkwired reads it: 127.0.0.1).
+    var literal: SocketAddress?
 
     init(_ text: String) throws(UsageError) {
         guard let range = text.range(of: "://"), let scheme = Scheme(rawValue: String(text[..<range.lowerBound])) else {
             throw UsageError(description: "--server must be udp://HOST:PORT or tcp://HOST:PORT, not '\(text)'")
         }
         self.scheme = scheme
-        do { address = try SocketAddress.parse(String(text[range.upperBound...])) } catch {
-            throw UsageError(description: "--server: \(error)")
+        let rest = String(text[range.upperBound...])
+        if let address = try? SocketAddress.parse(rest) {
+            literal = address
+            port = address.port
+            host = String(rest[..<rest.lastIndex(of: ":")!])
+            return
         }
+        guard let colon = rest.lastIndex(of: ":"), let port = UInt16(rest[rest.index(after: colon)...]) else {
+            throw UsageError(description: "--server '\(text)': expected HOST:PORT with a port from 0 to 65535")
+        }
+        let name = String(rest[..<colon])
+        guard !name.isEmpty, !name.hasPrefix("["), name.utf8.count <= HostResolver.maximumNameBytes,
+              name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == ".") }) else {
+            throw UsageError(description: "--server '\(text)': HOST must be an IPv4 address, [IPv6] or a host name")
+        }
+        host = name
+        self.port = port
     }
 
-    var description: String { "\(scheme.rawValue)://\(address)" }
+    /// The addresses to try, in order: the literal, or what the resolver returns for the name.
+    func addresses(loop: EventLoop) throws(UVError) -> [SocketAddress] {
+        if let literal { return [literal] }
+        return try HostResolver.resolve(host, port: port, loop: loop)
+    }
+
+    var description: String { "\(scheme.rawValue)://\(host):\(port)" }
 }
 
 /// What every client command takes.

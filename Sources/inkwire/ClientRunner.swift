@@ -23,6 +23,11 @@ final class ClientRunner {
     private(set) var exitCode: Int32?
     private(set) var hasJoined = false
 
+    /// The server's addresses (a host name may have several, IPv4 and IPv6) and the one in use:
+    /// before the join, a refused or failed connection moves on to the next.
+    private var addresses: [SocketAddress] = []
+    private var addressIndex = 0
+    private var serverAddress: SocketAddress { addresses[addressIndex] }
     private var udp: UDPSocket?
     private var tcp: TCPConnection?
     private var transportReady = false
@@ -97,12 +102,14 @@ final class ClientRunner {
     // MARK: IO
 
     private func connect() throws {
+        if addresses.isEmpty { addresses = try options.server.addresses(loop: loop) }
         switch options.server.scheme {
         case .udp:
             try openUDP()
             pump()
         case .tcp:
             try connectTCP { [unowned self] error in
+                if tryNextAddress() { return }
                 fail(ClientExit.unreachable, "cannot connect to \(options.server): \(error)")
             }
         }
@@ -110,7 +117,7 @@ final class ClientRunner {
 
     /// Opens a TCP stream and starts reading it; `onFailure` when it cannot be opened.
     private func connectTCP(onFailure: @escaping (any Error) -> Void, onConnected: @escaping () -> Void = {}) throws {
-        try TCPConnection.connect(loop: loop, to: options.server.address) { [unowned self] result in
+        try TCPConnection.connect(loop: loop, to: serverAddress) { [unowned self] result in
             switch result {
             case .failure(let error):
                 onFailure(error)
@@ -182,9 +189,9 @@ final class ClientRunner {
     }
 
     private func openUDP() throws {
-        let local: SocketAddress = options.server.address.family == .ipv4 ? .anyIPv4(port: 0) : .anyIPv6(port: 0)
+        let local: SocketAddress = serverAddress.family == .ipv4 ? .anyIPv4(port: 0) : .anyIPv6(port: 0)
         let socket = try UDPSocket(loop: loop, bindTo: local)
-        try socket.connect(to: options.server.address)
+        try socket.connect(to: serverAddress)
         socket.onError = { [unowned self] error in udpError(error) }
         try socket.startReceiving { [unowned self] bytes, _ in
             session.handleDatagram(Array(bytes), now: now)
@@ -194,9 +201,24 @@ final class ClientRunner {
         transportReady = true
     }
 
+    /// Before the join: moves to the server's next address and connects again; false when
+    /// every address was tried.
+    private func tryNextAddress() -> Bool {
+        guard !hasJoined, exitCode == nil, addressIndex + 1 < addresses.count else { return false }
+        addressIndex += 1
+        udp?.close()
+        udp = nil
+        tcp?.close()
+        tcp = nil
+        transportReady = false
+        do { try connect() } catch { return tryNextAddress() }
+        return true
+    }
+
     private func udpError(_ error: UVError) {
         // An ICMP "port unreachable" before the join means nobody listens there.
         if error.code == UVError.connectionRefused && !hasJoined {
+            if tryNextAddress() { return }
             fail(ClientExit.unreachable, "\(options.server): connection refused (is inkwired running?)")
         }
     }

@@ -17,7 +17,7 @@ struct CodecCommandError: Error, CustomStringConvertible {
     var description: String
 }
 
-private let codecUsage = """
+let codecUsage = """
     usage: inkwire codec --from trace|legacy|binary --to trace|legacy|binary [--author N] < in > out
       trace   t_ms,<command> lines (../shared/traces)
       legacy  one HYWhiteboard command per line; read at 60 Hz from t = 0
@@ -31,6 +31,11 @@ func runCodecCommand(_ arguments: [String]) -> Int32 {
     var to: CodecForm?
     var author = AuthorID(1)
     var i = 0
+    // `--flag=value` is `--flag value`.
+    let arguments = arguments.flatMap { argument -> [String] in
+        guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return [argument] }
+        return [String(argument[..<equals]), String(argument[argument.index(after: equals)...])]
+    }
     while i < arguments.count {
         let value = i + 1 < arguments.count ? arguments[i + 1] : nil
         switch (arguments[i], value) {
