@@ -23,6 +23,14 @@ inkwired \- the Inkwire whiteboard relay daemon
 .SH SYNOPSIS
 .B inkwired
 .RI [ options ]
+.br
+.B inkwired backup \-\-to
+.I FILE
+.RI [ options ]
+.br
+.B inkwired restore \-\-from
+.I FILE
+.RI [ options ]
 .SH DESCRIPTION
 HEAD
 section=head
@@ -47,6 +55,19 @@ while IFS= read -r line; do
             else
                 printf '.B %s\n' "${BASH_REMATCH[1]//-/\\-}"
             fi
+            esc "${BASH_REMATCH[4]}"
+        elif [[ $line == Commands: ]]; then
+            printf '.SH COMMANDS\n'
+            section=commands
+        elif [[ -n $line ]]; then
+            printf '.SH NOTES\n'
+            esc "$line"
+            section=notes
+        fi
+        ;;
+    commands)
+        if [[ $line =~ ^\ \ ([a-z]+)\ (--[^ ]+)\ ([^ ]+)\ {2,}(.*)$ ]]; then
+            printf '.TP\n.BI "inkwired %s %s " "%s"\n' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]//-/\\-}" "${BASH_REMATCH[3]}"
             esc "${BASH_REMATCH[4]}"
         elif [[ -n $line ]]; then
             printf '.SH NOTES\n'
@@ -83,12 +104,14 @@ when set, log lines carry syslog priority prefixes for journald.
 settings of the service (INKWIRE_NAME=value lines).
 .TP
 .I /var/lib/inkwired
-room history of the service (StateDirectory=, DynamicUser=).
+room history of the service (StateDirectory=, DynamicUser=): \fIrooms.sqlite\fR, \fIinkwired.lock\fR,
+and \fIbackups/\fR (the copies taken before a schema migration or a restore).
 .TP
-.I /etc/systemd/system/inkwired.service
-the unit; \fIinkwired.socket\fR, \fIinkwired\-tcp.socket\fR and \fIinkwired\-metrics.socket\fR
-enable optional socket activation.
+.I /lib/systemd/system/inkwired.service
+the unit (\fI/etc/systemd/system\fR when installed by deploy/install.sh); \fIinkwired.socket\fR,
+\fIinkwired\-tcp.socket\fR and \fIinkwired\-metrics.socket\fR enable optional socket activation.
 .SH SEE ALSO
+.BR inkwire (1),
 .BR systemd.service (5),
 .BR systemd.socket (5),
 .BR journalctl (1)

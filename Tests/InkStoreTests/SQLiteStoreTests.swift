@@ -30,7 +30,8 @@ import Testing
         try store.flush()
         #expect(FileManager.default.fileExists(atPath: harness.path + "-wal"))
         let db = try SQLiteConnection(path: harness.path)
-        #expect(try db.scalar("PRAGMA user_version") == 1)
+        #expect(try db.scalar("PRAGMA user_version") == Int64(SQLiteSchema.currentVersion))
+        #expect(try db.scalar("PRAGMA application_id") == Int64(SQLiteSchema.applicationID))
         let mode = try db.prepare("PRAGMA journal_mode")
         #expect(try mode.step() && mode.string(0) == "wal")
     }
