@@ -199,7 +199,7 @@ public final class Daemon {
         metrics.historyBytes.set(usage.historyBytes)
         metrics.storePending.set(usage.pendingOps)
         metrics.storeCommits.advance(to: usage.commits)
-        metrics.storeCommitMicroseconds.advance(to: usage.totalCommitMicros)
+        metrics.storeCommitSeconds.advance(to: Double(usage.totalCommitMicros) / 1_000_000)
         metrics.process.sample()
         metrics.reorderDepth.set(udp.reduce(0) { $0 + $1.reorderDepth })
     }

@@ -21,7 +21,7 @@ final class DaemonMetrics {
     let legacyMessages: Counter
     let storePending: Gauge
     let storeCommits: Counter
-    let storeCommitMicroseconds: Counter
+    let storeCommitSeconds: FractionalCounter
     let reloads: Counter
     let process = ProcessMetrics()
 
@@ -47,8 +47,8 @@ final class DaemonMetrics {
         legacyMessages = registry.counter("inkwire_legacy_messages_total", help: "Legacy text messages, by direction.", labels: ["direction"])
         storePending = registry.gauge("inkwire_store_pending_ops", help: "Appends not yet durable.")
         storeCommits = registry.counter("inkwire_store_commits_total", help: "Room log commits (transactions made durable) since start.")
-        storeCommitMicroseconds = registry.counter("inkwire_store_commit_microseconds_total",
-                                              help: "Time spent in room log commits (transaction and fsync), microseconds.")
+        storeCommitSeconds = registry.fractionalCounter("inkwire_store_commit_seconds_total",
+                                                        help: "Time spent in room log commits (transaction and fsync), seconds.")
         reloads = registry.counter("inkwire_reloads_total", help: "Configuration reloads (SIGHUP).")
         for transport in ["udp", "tcp", "legacy"] { _ = sessions.labels(transport) }
         registry.gauge("inkwire_build_info", help: "Always 1; the labels say which build runs.", labels: ["version", "commit"])

@@ -1,4 +1,5 @@
 import Glibc
+import InkVersion
 import Testing
 
 /// Socket activation and the metrics format, with the real daemon.
@@ -69,6 +70,17 @@ import Testing
         #expect(metricValue(text, "inkwire_sessions{transport=\"udp\"}") == 1)
         #expect(metricValue(text, "inkwire_sessions{transport=\"legacy\"}") == 1)
         #expect((metricValue(text, "inkwire_rtt_seconds_count") ?? 0) >= 1)
+        // Counters are counters; the build and the process are described.
+        #expect(text.contains("# TYPE inkwire_store_commits_total counter\n"))
+        #expect(text.contains("# TYPE process_cpu_seconds_total counter\n"))
+        #expect(metricValue(text, "inkwire_build_info{version=\"\(InkwireVersion.string)\",commit=\"\(InkwireVersion.commit)\"}") == 1)
+        #expect((metricValue(text, "process_cpu_seconds_total") ?? 0) > 0)
+        #expect((metricValue(text, "process_resident_memory_bytes") ?? 0) > 1_048_576)
+        #expect((metricValue(text, "process_virtual_memory_bytes") ?? 0) >= (metricValue(text, "process_resident_memory_bytes") ?? 0))
+        let openFDs = metricValue(text, "process_open_fds") ?? 0
+        #expect(openFDs >= 5 && openFDs < (metricValue(text, "process_max_fds") ?? 0), "\(openFDs) open descriptors")
+        let started = metricValue(text, "process_start_time_seconds") ?? 0
+        #expect(abs(started - Double(time(nil))) < 120, "start time \(started)")
         let path = daemon.dataDir + "/metrics.txt"
         writeFile(path, Array(text.utf8))
         let status = system("/usr/bin/promtool check metrics < '\(path)' > '\(path).out' 2>&1")

@@ -1,4 +1,6 @@
+import Foundation
 import Glibc
+import InkVersion
 import Testing
 @testable import InkDaemon
 
@@ -64,6 +66,82 @@ import Testing
                 #expect(generated.contains(".B \(escaped)\n") || generated.contains(".BI \"\(escaped) \""), "--\(flag.name) missing")
             }
         }
+    }
+
+    @Test func clientManPageIsGeneratedFromHelp() throws {
+        try Self.withScratch("man1") { scratch in
+            let (code, generated) = try Self.run(["/bin/bash", Self.deploy + "/gen-man-client.sh", ClientProcess.binaryPath], scratch: scratch)
+            #expect(code == 0)
+            #expect(generated == Self.text(Self.deploy + "/inkwire.1"),
+                    "deploy/inkwire.1 is stale: run deploy/gen-man-client.sh .build/debug/inkwire > deploy/inkwire.1")
+            for command in ["send", "watch", "export", "codec", "demo-trace"] {
+                #expect(generated.contains(".SS \(command.replacingHyphens())\n"), "\(command) missing")
+            }
+        }
+    }
+
+    @Test func theVersionIsTheVersionFileAndTheChangelogsNewestEntry() {
+        let version = Self.text(Self.packageRoot + "/VERSION").trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(version == InkwireVersion.string)
+        let changelog = Self.text(Self.packageRoot + "/CHANGELOG.md")
+        let newest = changelog.split(separator: "\n").first { $0.hasPrefix("## ") }
+        #expect(newest == "## \(version)", "CHANGELOG.md must start with ## \(version)")
+        #expect(InkwireVersion.commit.count == 12 || InkwireVersion.commit == "unknown")
+        #expect(Self.text(Self.packageRoot + "/LICENSE").contains("Apache License"))
+    }
+
+    /// Every `inkwire_*` or `process_*` name in a PromQL expression.
+    static func metricNames(inQuery query: String) -> Set<String> {
+        var names: Set<String> = []
+        var current = ""
+        for scalar in (query + " ").unicodeScalars {
+            if scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "_" || scalar == ":" {
+                current.unicodeScalars.append(scalar)
+            } else {
+                if current.hasPrefix("inkwire_") || current.hasPrefix("process_") { names.insert(current) }
+                current = ""
+            }
+        }
+        return names
+    }
+
+    /// The values of every `expr` and `query`/`definition` string in a decoded dashboard.
+    static func queries(in value: Any) -> [String] {
+        if let object = value as? [String: Any] {
+            return object.flatMap { key, inner -> [String] in
+                if ["expr", "definition"].contains(key), let text = inner as? String { return [text] }
+                if key == "query", let text = inner as? String { return [text] }
+                return queries(in: inner)
+            }
+        }
+        if let array = value as? [Any] { return array.flatMap { queries(in: $0) } }
+        return []
+    }
+
+    @Test func grafanaDashboardIsValidJSONAndNamesOnlyExportedMetrics() throws {
+        let bytes = readFile(Self.deploy + "/grafana-inkwired.json")
+        let dashboard = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        let panels = try #require(dashboard["panels"] as? [[String: Any]])
+        #expect(panels.count >= 10)
+        let used = Set(Self.queries(in: dashboard).flatMap { Self.metricNames(inQuery: $0) })
+        #expect(used.contains("inkwire_build_info") && used.contains("process_cpu_seconds_total") && used.contains("inkwire_store_commits_total"))
+        // What the real daemon exports: each family, and a histogram's _bucket, _sum and _count.
+        let daemon = try DaemonProcess(["--udp", "127.0.0.1:0", "--tcp", "off", "--metrics", "127.0.0.1:0"], tag: "grafana")
+        let text = try fetchMetrics(port: DaemonProcess.port(try daemon.ready()["metrics"])!)
+        var exported: Set<String> = []
+        for line in text.split(separator: "\n") where line.hasPrefix("# TYPE ") {
+            let parts = line.split(separator: " ")
+            let name = String(parts[2])
+            exported.insert(name)
+            if parts[3] == "histogram" { for suffix in ["_bucket", "_sum", "_count"] { exported.insert(name + suffix) } }
+        }
+        #expect(used.subtracting(exported).isEmpty, "the dashboard names metrics inkwired does not export: \(used.subtracting(exported).sorted())")
+        // Every family the daemon always exports is on the dashboard.
+        let families = Set(exported.filter { !$0.hasSuffix("_bucket") && !$0.hasSuffix("_sum") && !$0.hasSuffix("_count") })
+        #expect(families.subtracting(used.map { $0.hasSuffix("_bucket") ? String($0.dropLast(7)) : $0 }).isEmpty,
+                "not on the dashboard: \(families.subtracting(used.map { $0.hasSuffix("_bucket") ? String($0.dropLast(7)) : $0 }).sorted())")
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitExit() == 0)
     }
 
     @Test func settingsExampleNamesEveryVariableAndIsAValidConfig() throws {
