@@ -65,6 +65,9 @@ enum DaemonCommand: String, CaseIterable {
                 let summary = try RoomLogBackup.copy(databaseAt: database, to: target)
                 print("inkwired backup: \(database) -> \(target): \(describe(summary))")
             case .restore:
+                if let problem = FileSystem.makeDirectories(config.dataDir) {
+                    throw StoreError.storage(code: 10, message: problem, context: "creating \(config.dataDir)")
+                }
                 let lock: DataDirectoryLock
                 switch DataDirectoryLock.acquire(dataDir: config.dataDir) {
                 case .success(let held): lock = held
