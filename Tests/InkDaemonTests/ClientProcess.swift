@@ -19,7 +19,8 @@ final class ClientProcess {
         let tag = UInt32.random(in: 0...UInt32.max)
         outPath = directory + "/inkwire-\(tag).out"
         errPath = directory + "/inkwire-\(tag).err"
-        let argv = [ClientProcess.binaryPath] + arguments
+        // `--wrapped-by PROGRAM ARGS...`: run through PROGRAM, which is given the binary itself.
+        let argv = arguments.first == "--wrapped-by" ? Array(arguments.dropFirst()) : [ClientProcess.binaryPath] + arguments
         pid = try ChildSpawn.spawn(argv, environment: ["PATH": "/usr/bin:/bin", "USER": "tester"], redirects: [
             (0, .file("/dev/null")), (1, .file(outPath)), (2, .file(errPath)),
         ])
