@@ -59,6 +59,8 @@ public enum RoomLogBackup {
                 throw copy.failure(rc == SQLITE_DONE ? finished : rc, "copying into \(partial)")
             }
             try copy.exec("PRAGMA journal_mode = DELETE")
+            // Every stroke of every room: as private as the room log, whatever the umask.
+            guard chmod(partial, 0o600) == 0 else { throw systemFailure("chmod \(partial)") }
             try check(copy, path: partial)
             let summary = try summary(copy)
             try syncFile(partial)

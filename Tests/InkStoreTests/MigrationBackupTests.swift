@@ -108,6 +108,8 @@ import Testing
         }
         try store.flush()
         #expect(copies.count == 4)
+        var info = stat()
+        #expect(stat(copies[0].0, &info) == 0 && info.st_mode & 0o777 == 0o600)
         #expect(copies.last!.1.batches > 0)
         var previous = 0
         for (path, summary) in copies {
