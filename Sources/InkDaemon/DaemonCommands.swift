@@ -41,6 +41,10 @@ enum DaemonCommand: String, CaseIterable {
                 print(helpText, terminator: "")
                 return DaemonExit.ok
             }
+            if argument == "--version" {
+                print("inkwired \(InkwireVersion.string) (commit \(InkwireVersion.commit))")
+                return DaemonExit.ok
+            }
             if argument == "--\(option.name)" {
                 guard index < arguments.count else { return usageError("--\(option.name) needs a value \(option.value)") }
                 target = arguments[index]

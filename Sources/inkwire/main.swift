@@ -67,7 +67,7 @@ let subcommands: [Subcommand] = [
 let arguments = Array(CommandLine.arguments.dropFirst())
 let first = arguments.first ?? ""
 switch first {
-case "--version", "-V":
+case "--version":
     print("inkwire \(InkwireVersion.string) (commit \(InkwireVersion.commit))")
     exit(0)
 case "--help", "-h":
@@ -89,6 +89,10 @@ guard let subcommand = subcommands.first(where: { $0.name == first }) else {
     exit(ClientExit.badArguments)
 }
 let rest = Array(arguments.dropFirst())
+if rest.contains("--version") {
+    print("inkwire \(InkwireVersion.string) (commit \(InkwireVersion.commit))")
+    exit(0)
+}
 if rest.contains("-h") || rest.contains("--help") {
     print(subcommand.help, terminator: subcommand.help.hasSuffix("\n") ? "" : "\n")
     exit(0)

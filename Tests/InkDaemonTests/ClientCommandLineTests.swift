@@ -24,6 +24,7 @@ import Testing
             #expect(own.exitStatus == 0 && own.output.hasPrefix("usage: inkwire \(command)"), "\(command): \(own.output)")
             #expect(try ClientProcess.run([command, "-h"], directory: directory).output == own.output)
             #expect(try ClientProcess.run(["help", command], directory: directory).output == own.output)
+            #expect(try ClientProcess.run([command, "--version"], directory: directory).output == version.output)
         }
         let unknown = try ClientProcess.run(["draw"], directory: directory)
         #expect(unknown.exitStatus == ClientExitCodes.badArguments && unknown.errors.contains("unknown command 'draw'"))
