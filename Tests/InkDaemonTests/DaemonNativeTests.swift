@@ -18,7 +18,10 @@ import Testing
 
     static func joined(_ client: NativeTestClient, user: String, role: MemberRole, token: String = "") -> AuthorID? {
         client.join(room: "lesson", user: user, role: role, token: token)
-        guard case .joinAccepted(let member, _, _, _)? = client.next(where: { if case .joinAccepted = $0 { true } else if case .joinRefused = $0 { true } else { false } }) else {
+        // 10 s: a daemon just restarted on a machine running the whole suite can take seconds to answer.
+        guard case .joinAccepted(let member, _, _, _)? = client.next(limitMicroseconds: 10_000_000, where: {
+            if case .joinAccepted = $0 { true } else if case .joinRefused = $0 { true } else { false }
+        }) else {
             return nil
         }
         return member
