@@ -3,11 +3,10 @@
 # bounded time (FUZZ_SECONDS, default 10 per target). Any crash fails the run.
 #
 # A target is one file Fuzz/targets/NAME.swift defining `@_cdecl("LLVMFuzzerTestOneInput")`.
-# It is compiled together with the pure modules' sources (`modules` below) into one module, so it
-# uses them directly (no `import`; their imports of each other are dropped in a temporary
-# copy). A target that needs InkRelay too says so on a line `// fuzz-modules: InkRelay` (only
-# those targets pay for compiling it). Seeds, if any, live in Fuzz/seeds/NAME/. Run some targets with
-# `Fuzz/run.sh NAME...`. Crash inputs are kept in Fuzz/bin/NAME-crashes/.
+# It uses the pure modules' sources (`modules` below) as one module, without an `import` (their
+# imports of each other are dropped in a temporary copy). A target that needs InkRelay too says
+# so on a line `// fuzz-modules: InkRelay` (only those targets pay for compiling it). Seeds, if
+# any, live in Fuzz/seeds/NAME/. Run some targets with `Fuzz/run.sh NAME...`. Crash inputs are kept in Fuzz/bin/NAME-crashes/.
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${FUZZ_SECONDS:-10}"
@@ -30,13 +29,33 @@ done
 # The MQTT chaos proxy's pure parts (framer, chaos session) import nothing; they ride along.
 for file in ../Benchmarks/MQTTChaos/*.swift; do cp "$file" "$src/MQTTChaos_$(basename "$file")"; done
 failed=()
+# Compiling the modules is most of a target's build, so each distinct module set is compiled once
+# per run into a static library (with -enable-testing); a target is then its one file with a
+# `@testable import` of that library, so it still reaches internal declarations.
+library_for() {  # $@: extra module names; prints the library's name, building it the first time
+    local key="FuzzCore" module
+    for module in "$@"; do key+="_$module"; done
+    if [ ! -e "$lib/lib$key.a" ]; then
+        local sources=("$src"/*.swift)
+        for module in "$@"; do sources+=("$src/$module"/*.swift); done
+        echo "fuzz: building the modules of $key" >&2
+        if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -enable-testing -module-name "$key" \
+            -emit-module -emit-module-path "$lib/$key.swiftmodule" -emit-library -static \
+            -o "$lib/lib$key.a" "${sources[@]}" > "bin/$key.build.log" 2>&1; then
+            cat "bin/$key.build.log" >&2; return 1
+        fi
+    fi
+    echo "$key"
+}
+lib="$src/lib"; mkdir -p "$lib"
 for target in "${targets[@]}"; do
     name="$(basename "$target" .swift)"
-    extra=()
-    for module in $(sed -n -E 's|^// fuzz-modules:(.*)$|\1|p' "$target"); do extra+=("$src/$module"/*.swift); done
+    extra=($(sed -n -E 's|^// fuzz-modules:(.*)$|\1|p' "$target"))
+    if ! core=$(library_for "${extra[@]}"); then failed+=("$name (modules)"); continue; fi
     echo "fuzz: building $name"
+    { echo "@testable import $core"; cat "$target"; } > "$lib/target_$name.swift"
     if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name "Fuzz_${name//-/_}" \
-        "$src"/*.swift "${extra[@]}" "$target" -o "bin/$name" > "bin/$name.build.log" 2>&1; then
+        -I "$lib" -L "$lib" -l"$core" "$lib/target_$name.swift" -o "bin/$name" > "bin/$name.build.log" 2>&1; then
         cat "bin/$name.build.log"; failed+=("$name (build)"); continue
     fi
     corpus="bin/$name-corpus"; crashes="bin/$name-crashes"
