@@ -44,31 +44,33 @@ let package = Package(
         // IO and storage.
         .target(name: "InkStore", dependencies: ["InkCodec", "CSQLite"]),
         .target(name: "InkUV", dependencies: ["CLibUV"], swiftSettings: releaseExclusivityUnchecked),
-        .target(name: "InkDaemon", dependencies: ["InkCodec", "InkProtocol", "InkRelay", "InkStore", "InkUV", "InkVersion", "CCrypto", "CMosquitto"],
+        // The primitives of sealed sessions, from OpenSSL (injected into the pure core).
+        .target(name: "InkCrypto", dependencies: ["InkProtocol", "CCrypto"], swiftSettings: releaseExclusivityUnchecked),
+        .target(name: "InkDaemon", dependencies: ["InkCodec", "InkProtocol", "InkRelay", "InkStore", "InkUV", "InkVersion", "InkCrypto", "CCrypto", "CMosquitto"],
                 swiftSettings: releaseExclusivityUnchecked),
 
         // Programs.
         .executableTarget(name: "inkwired", dependencies: ["InkDaemon"]),
-        .executableTarget(name: "inkwire", dependencies: ["InkCodec", "InkProtocol", "InkUV", "InkDaemon", "InkClient", "InkVersion"]),
+        .executableTarget(name: "inkwire", dependencies: ["InkCodec", "InkProtocol", "InkUV", "InkDaemon", "InkClient", "InkVersion", "InkCrypto"]),
         .executableTarget(name: "inkwire-sim", dependencies: ["InkSim", "InkProtocol"]),
         .target(name: "MQTTChaos", path: "Benchmarks/MQTTChaos"),
         .target(name: "InkBenchSupport", dependencies: ["CENet", "InkUV", "MQTTChaos"], path: "Benchmarks/InkBenchSupport"),
         .executableTarget(
             name: "inkwire-bench",
-            dependencies: ["InkCodec", "InkProtocol", "InkSim", "InkUV", "InkDaemon", "CENet", "InkStore", "InkRelay", "InkClient", "InkBenchSupport", "MQTTChaos"],
+            dependencies: ["InkCodec", "InkProtocol", "InkSim", "InkUV", "InkDaemon", "CENet", "InkStore", "InkRelay", "InkClient", "InkCrypto", "InkBenchSupport", "MQTTChaos"],
             path: "Benchmarks/inkwire-bench"
         ),
 
         // Tests, one folder per module.
         .testTarget(name: "InkCodecTests", dependencies: ["InkCodec"]),
-        .testTarget(name: "InkProtocolTests", dependencies: ["InkProtocol", "InkCodec"]),
+        .testTarget(name: "InkProtocolTests", dependencies: ["InkProtocol", "InkCodec", "InkCrypto"]),
         .testTarget(name: "InkSimTests", dependencies: ["InkSim", "InkProtocol"]),
         .testTarget(name: "InkRelayTests", dependencies: ["InkRelay", "InkCodec", "InkProtocol"]),
         .testTarget(name: "InkStoreTests", dependencies: ["InkStore", "InkCodec"]),
         .executableTarget(name: "inkstore-torture", dependencies: ["InkStore"], path: "Tests/InkStoreTorture"),
         .testTarget(name: "InkUVTests", dependencies: ["InkUV"]),
-        .testTarget(name: "InkDaemonTests", dependencies: ["InkDaemon", "InkCodec", "InkProtocol", "InkStore", "InkVersion", "InkBenchSupport", "MQTTChaos"]),
-        .testTarget(name: "InkClientTests", dependencies: ["InkClient", "InkRelay", "InkCodec", "InkProtocol"]),
+        .testTarget(name: "InkDaemonTests", dependencies: ["InkDaemon", "InkCodec", "InkProtocol", "InkStore", "InkVersion", "InkCrypto", "InkBenchSupport", "MQTTChaos"]),
+        .testTarget(name: "InkClientTests", dependencies: ["InkClient", "InkRelay", "InkCodec", "InkProtocol", "InkCrypto"]),
         .testTarget(name: "PurityTests"),
         .testTarget(name: "InkwireBenchTests", dependencies: ["inkwire-bench", "InkSim", "InkProtocol", "InkUV"]),
         .testTarget(name: "InkBenchSupportTests", dependencies: ["InkBenchSupport"]),

@@ -242,7 +242,7 @@ func bridgeOnce(_ options: BridgeOptions, lines: [TraceLine], progress: (String)
     let lessonSeconds = Double(lines.last?.timeMs ?? 0) / 1000
     let copies = 2 + Int((shape.warmupSeconds + shape.durationSeconds + 10) / max(lessonSeconds, 1))
     let load = BridgeLoad(loop: loop, shape: shape, workload: FanoutWorkload(lines: lines, copies: copies),
-                          servers: daemons.map(\.udp), seed: options.seed)
+                          servers: daemons.map(\.udp), securities: daemons.map(\.security), seed: options.seed)
     var tap: BridgeTap?
     if options.tap, let proxy {
         let created = BridgeTap(rooms: shape.rooms, roomPrefix: "bridge-room-")

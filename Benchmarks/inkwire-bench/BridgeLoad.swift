@@ -27,6 +27,7 @@ final class BridgeLoad: MemberLoad {
     private let shape: BridgeShape
     private let workload: FanoutWorkload
     private let servers: [SocketAddress]
+    private let securities: [BenchSecurity]
     private var drawers: [FanoutDrawer] = []
     private var watchers: [FanoutWatcher] = []
     private var ticker: LoopTimer?
@@ -50,8 +51,9 @@ final class BridgeLoad: MemberLoad {
     /// 400 ms plus settle 300 ms, docs/protocol.md 9.3) with margin.
     static let claimSettleMicroseconds: UInt64 = 1_500_000
 
-    init(loop: EventLoop, shape: BridgeShape, workload: FanoutWorkload, servers: [SocketAddress], seed: UInt64) {
+    init(loop: EventLoop, shape: BridgeShape, workload: FanoutWorkload, servers: [SocketAddress], securities: [BenchSecurity], seed: UInt64) {
         self.loop = loop
+        self.securities = securities
         self.shape = shape
         self.workload = workload
         self.servers = servers
@@ -195,7 +197,7 @@ final class BridgeLoad: MemberLoad {
         let mask = UInt64(1) << UInt64(BridgeLoad.watcherIndexBits) - 1
         try socket.startReceiving { [unowned self] buffer, _ in
             let datagram = Array(buffer)
-            guard let id = FrameCodec.connectionID(of: datagram), id & ~mask == base else { return }
+            guard let id = PacketCodec.peek(datagram)?.connectionID, id & ~mask == base else { return }
             let index = Int(id & mask)
             guard index < self.watchers.count else { return }
             self.watchers[index].receive(datagram, now: self.loop.now)
@@ -203,6 +205,8 @@ final class BridgeLoad: MemberLoad {
         sockets.append(socket)
         return socket
     }
+
+    func security(daemon: Int) -> BenchSecurity { securities[daemon] }
 
     /// Runs the loop until `done` or `limit` µs pass; false on the limit.
     func runUntil(limit: UInt64, _ done: () -> Bool) -> Bool {

@@ -2,8 +2,8 @@ import Glibc
 import InkCodec
 
 /// `inkwire-bench fanout --rooms 50 --members 40 --duration 60 [--trace PATH] [--warmup S]
-/// [--sessions-per-socket N] [--joins-per-second N] [--find-max [--grow rooms|members]
-/// [--step N] [--max-sessions N] [--target-p99-ms 10]]`
+/// [--sessions-per-socket N] [--joins-per-second N] [--sealing on|off|both [--rounds N]]
+/// [--find-max [--grow rooms|members] [--step N] [--max-sessions N] [--target-p99-ms 10]]`
 ///
 /// Starts a real `inkwired` (release, next to this executable) on loopback with no impairment;
 /// one drawer per room plays the lesson (the trace, or a synthetic lesson without one) at
@@ -13,7 +13,12 @@ import InkCodec
 /// relay's added latency: delivery at a watcher minus the moment the drawer handed the batch
 /// to its socket, same process clock. `--find-max` repeats with more rooms (or members) per
 /// step, a fresh daemon each, until the added p99 passes the target or a batch goes missing.
+/// Sessions are sealed as devices seal them (`--sealing on`, the default); `off` is the
+/// unsealed baseline (the daemon with `--insecure-unsealed-benchmark`, members with
+/// `FakeCrypto`: the same protocol without AEAD), and `both` runs `--rounds` pairs of the two,
+/// alternating which goes first, a fresh daemon each, and prints their medians and ratio.
 struct FanoutOptions {
+    enum Sealing: String { case on, off, both }
     var shape = FanoutShape(rooms: 50, members: 40)
     var tracePath: String?
     var findMax = false
@@ -27,6 +32,8 @@ struct FanoutOptions {
     var daemonArguments: [String] = []
     /// Another `inkwired` binary (A/B runs); default: the one next to this executable.
     var daemonBinary: String?
+    var sealing = Sealing.on
+    var rounds = 1
 
     init(_ arguments: [String]) throws(FanoutUsage) {
         var i = 0
@@ -63,6 +70,10 @@ struct FanoutOptions {
             case "--timeline": shape.timeline = true
             case "--daemon-arg": daemonArguments.append(try value())
             case "--inkwired": daemonBinary = try value()
+            case "--sealing":
+                guard let s = Sealing(rawValue: try value()) else { throw FanoutUsage("--sealing on|off|both") }
+                sealing = s
+            case "--rounds": rounds = Int(try number(1...100))
             default: throw FanoutUsage("unknown argument \(arguments[i])")
             }
             i += 1
@@ -81,7 +92,7 @@ func runFanoutBench(_ arguments: [String]) -> Never {
         print("inkwire-bench fanout: \(error)")
         print("usage: inkwire-bench fanout [--rooms 50] [--members 40] [--duration 60] [--trace PATH] [--warmup 5]")
         print("         [--sessions-per-socket 1000] [--joins-per-second 1000] [--find-max [--grow rooms|members] [--step N]")
-        print("         [--max-sessions 20000] [--target-p99-ms 10]]")
+        print("         [--max-sessions 20000] [--target-p99-ms 10]] [--sealing on|off|both [--rounds N]]")
         exit(2)
     }
     let lines: [TraceLine]
@@ -99,12 +110,25 @@ func runFanoutBench(_ arguments: [String]) -> Never {
         if !options.quiet { fanoutLog("fanout: \(line)\n") }
     }
     print("")
-    print("| sessions | rooms x members | daemon CPU % | RSS MB | added p50 / p99 / p99.9 / max ms | completeness | generator CPU % |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| sessions | rooms x members | sealing | daemon CPU % | RSS MB | added p50 / p99 / p99.9 / max ms | completeness | generator CPU % |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results {
-        print("| \(r.shape.sessions) | \(r.shape.rooms) x \(r.shape.members) | \(fanoutFixed(r.cpuPercent, 1)) | \(fanoutFixed(r.rssMegabytes, 1)) | "
+        print("| \(r.shape.sessions) | \(r.shape.rooms) x \(r.shape.members) | \(r.sealed ? "on" : "off") | \(fanoutFixed(r.cpuPercent, 1)) | \(fanoutFixed(r.rssMegabytes, 1)) | "
             + "\(fanoutFixed(r.addedP50Ms, 2)) / \(fanoutFixed(r.addedP99Ms, 2)) / \(fanoutFixed(r.addedP999Ms, 2)) / \(fanoutFixed(r.addedMaxMs, 2)) | "
             + "\(fanoutFixed(r.completeness, 4)) | \(fanoutFixed(r.generatorCPUPercent, 1)) |")
+    }
+    if options.sealing == .both {
+        func median(_ v: [Double]) -> Double {
+            let s = v.sorted()
+            return s.isEmpty ? 0 : s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+        }
+        let on = median(results.filter(\.sealed).map(\.cpuPercent))
+        let off = median(results.filter { !$0.sealed }.map(\.cpuPercent))
+        let ratio = off > 0 ? on / off : 0
+        print("")
+        print("{\"bench\":\"fanout-sealing\",\"rounds\":\(options.rounds),\"cpu_sealed_median\":\(fanoutFixed(on, 2)),"
+            + "\"cpu_unsealed_median\":\(fanoutFixed(off, 2)),\"ratio\":\(fanoutFixed(ratio, 3))}")
+        print("daemon CPU, medians of \(options.rounds): sealed \(fanoutFixed(on, 1)) %, unsealed \(fanoutFixed(off, 1)) %, ratio \(fanoutFixed(ratio, 3))")
     }
     if options.findMax {
         let sustained = results.filter { fanoutSustained($0, targetP99Ms: options.targetP99Ms) }.map(\.shape.sessions).max() ?? 0
@@ -124,11 +148,24 @@ func fanoutSustained(_ r: FanoutResult, targetP99Ms: Double) -> Bool {
 
 /// One run, or the find-max steps; prints each JSON line as it is measured.
 func runFanout(_ options: FanoutOptions, lines: [TraceLine], progress: (String) -> Void) -> [FanoutResult] {
-    var shapes: [FanoutShape] = [options.shape]
     var results: [FanoutResult] = []
+    if options.sealing == .both && !options.findMax {
+        for round in 0..<options.rounds {
+            // Alternate which goes first: the machine's load drifts within a round.
+            for sealed in round % 2 == 0 ? [true, false] : [false, true] {
+                let result = fanoutOnce(options.shape, lines: lines, seed: options.seed &+ UInt64(round), sealed: sealed,
+                                        daemonArguments: options.daemonArguments, daemonBinary: options.daemonBinary, progress: progress)
+                print(result.json)
+                fflush(nil)
+                results.append(result)
+            }
+        }
+        return results
+    }
+    var shapes: [FanoutShape] = [options.shape]
     var seed = options.seed
     while let shape = shapes.popLast() {
-        let result = fanoutOnce(shape, lines: lines, seed: seed, daemonArguments: options.daemonArguments,
+        let result = fanoutOnce(shape, lines: lines, seed: seed, sealed: options.sealing != .off, daemonArguments: options.daemonArguments,
                                 daemonBinary: options.daemonBinary, progress: progress)
         seed &+= 1
         print(result.json)
@@ -148,30 +185,33 @@ func runFanout(_ options: FanoutOptions, lines: [TraceLine], progress: (String) 
 }
 
 /// A fresh daemon, the load, the result.
-func fanoutOnce(_ shape: FanoutShape, lines: [TraceLine], seed: UInt64, daemonArguments: [String] = [], daemonBinary: String? = nil,
-                progress: (String) -> Void) -> FanoutResult {
+func fanoutOnce(_ shape: FanoutShape, lines: [TraceLine], seed: UInt64, sealed: Bool = true, daemonArguments: [String] = [],
+                daemonBinary: String? = nil, progress: (String) -> Void) -> FanoutResult {
     let lessonSeconds = Double(lines.last?.timeMs ?? 0) / 1000
     let runSeconds = shape.warmupSeconds + shape.durationSeconds + 10
     // Rooms start anywhere in the first copy and play for the run: copies enough to cover it.
     let copies = 2 + Int(runSeconds / max(lessonSeconds, 1))
     let workload = FanoutWorkload(lines: lines, copies: copies)
     let daemon: FanoutDaemon
-    do { daemon = try FanoutDaemon(sessions: shape.sessions, rooms: shape.rooms, members: shape.members, extraArguments: daemonArguments,
+    let arguments = daemonArguments + (sealed ? [] : [BenchSecurity.unsealedDaemonArgument])
+    do { daemon = try FanoutDaemon(sessions: shape.sessions, rooms: shape.rooms, members: shape.members, extraArguments: arguments,
                                                 binary: daemonBinary) } catch {
         var r = FanoutResult(shape: shape)
+        r.sealed = sealed
         r.failure = "\(error)"
         return r
     }
-    progress("inkwired pid \(daemon.pid) on \(daemon.udp): \(shape.rooms) rooms x \(shape.members) members")
-    let result: FanoutResult
+    progress("inkwired pid \(daemon.pid) on \(daemon.udp): \(shape.rooms) rooms x \(shape.members) members, sealing \(sealed ? "on" : "off")")
+    var result: FanoutResult
     do {
-        let load = try FanoutLoad(shape: shape, workload: workload, server: daemon.udp, seed: seed)
+        let load = try FanoutLoad(shape: shape, workload: workload, server: daemon.udp, security: daemon.security, seed: seed)
         result = load.run(daemon: daemon, progress: progress)
     } catch {
         var r = FanoutResult(shape: shape)
         r.failure = "\(error)"
         result = r
     }
+    result.sealed = sealed
     daemon.stop(keepLog: result.failure != nil)
     return result
 }

@@ -7,6 +7,10 @@ final class FanoutDaemon {
     let pid: pid_t
     let directory: String
     let udp: SocketAddress
+    /// The daemon's static public key, from its ready line (members pin it).
+    let publicKey: [UInt8]
+    /// Started with `--insecure-unsealed-benchmark`.
+    let unsealed: Bool
     /// Where the daemon's stderr goes (kept when the run fails).
     let logPath: String
 
@@ -51,6 +55,7 @@ final class FanoutDaemon {
         pid = child
         let limit = EventLoopClock.microseconds() + FanoutDaemon.readyLimitMicroseconds
         var found: SocketAddress?
+        var key: [UInt8]?
         while found == nil && EventLoopClock.microseconds() < limit {
             usleep(5_000)
             var status: Int32 = 0
@@ -62,16 +67,22 @@ final class FanoutDaemon {
                 guard let range = line.range(of: " udp=") else { continue }
                 let value = line[range.upperBound...].prefix { $0 != " " }.filter { $0 != "\"" }
                 if let port = value.split(separator: ":").last.flatMap({ UInt16($0) }) { found = .loopbackIPv4(port: port) }
+                key = BenchSecurity.publicKey(readyLine: line)
             }
         }
-        guard let found else {
+        guard let found, let key else {
             kill(child, SIGKILL)
             var status: Int32 = 0
             waitpid(child, &status, 0)
             throw StartFailure(description: "inkwired did not get ready (log \(logPath))")
         }
         udp = found
+        publicKey = key
+        unsealed = extraArguments.contains(BenchSecurity.unsealedDaemonArgument)
     }
+
+    /// How members seal their sessions with this daemon.
+    var security: BenchSecurity { .forDaemon(unsealed: unsealed, serverKey: publicKey) }
 
     /// User plus system CPU seconds of the daemon so far (every thread), from /proc/PID/stat.
     var cpuSeconds: Double { FanoutDaemon.cpuSeconds(pid: pid) }

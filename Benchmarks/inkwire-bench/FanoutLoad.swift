@@ -40,11 +40,13 @@ struct FanoutResult {
     /// How long the window's deliveries waited in the load's sockets before it read them
     /// (the latency figures are measured to their arrival, not to this).
     var generatorLagP99Ms = 0.0
+    /// Sessions sealed (OpenSSL), or the unsealed baseline.
+    var sealed = true
     var failure: String?
 
     var json: String {
         let fields: [(String, String)] = [
-            ("bench", "\"fanout\""), ("sessions", "\(shape.sessions)"), ("rooms", "\(shape.rooms)"), ("members", "\(shape.members)"),
+            ("bench", "\"fanout\""), ("sealing", sealed ? "\"on\"" : "\"off\""), ("sessions", "\(shape.sessions)"), ("rooms", "\(shape.rooms)"), ("members", "\(shape.members)"),
             ("duration_s", fanoutFixed(shape.durationSeconds, 1)), ("cpu_percent", fanoutFixed(cpuPercent, 1)), ("rss_mb", fanoutFixed(rssMegabytes, 1)),
             ("added_p50_ms", fanoutFixed(addedP50Ms, 2)), ("added_p99_ms", fanoutFixed(addedP99Ms, 2)), ("added_p999_ms", fanoutFixed(addedP999Ms, 2)),
             ("added_max_ms", fanoutFixed(addedMaxMs, 2)), ("completeness", fanoutFixed(completeness, 6)), ("deliveries", "\(deliveries)"),
@@ -74,6 +76,7 @@ func fanoutFixed(_ v: Double, _ digits: Int) -> String {
 final class FanoutLoad: MemberLoad {
     let loop: EventLoop
     let wheel: FanoutWheel
+    private let sealing: BenchSecurity
     private let shape: FanoutShape
     private let workload: FanoutWorkload
     private let server: SocketAddress
@@ -111,7 +114,8 @@ final class FanoutLoad: MemberLoad {
 
     static let watcherIndexBits = 24
 
-    init(shape: FanoutShape, workload: FanoutWorkload, server: SocketAddress, seed: UInt64) throws {
+    init(shape: FanoutShape, workload: FanoutWorkload, server: SocketAddress, security: BenchSecurity, seed: UInt64) throws {
+        sealing = security
         self.shape = shape
         self.workload = workload
         self.server = server
@@ -125,6 +129,7 @@ final class FanoutLoad: MemberLoad {
     }
 
     func roomName(_ room: Int) -> String { "room-\(room)" }
+    func security(daemon: Int) -> BenchSecurity { sealing }
     func connectionID(drawer room: Int) -> UInt64 { connectionBase | (1 << UInt64(FanoutLoad.watcherIndexBits)) | UInt64(room) }
 
     // MARK: callbacks from members
@@ -287,7 +292,7 @@ final class FanoutLoad: MemberLoad {
         let mask = UInt64(1) << UInt64(FanoutLoad.watcherIndexBits) - 1
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: buffer)
-        guard let id = FrameCodec.connectionID(of: scratch), id & ~mask == connectionBase else { return }
+        guard let id = PacketCodec.peek(scratch)?.connectionID, id & ~mask == connectionBase else { return }
         let index = Int(id & mask)
         guard index < watchers.count else { return }
         watchers[index].receive(scratch, now: max(arrivedAt, previousTickNow), arrivedAt: arrivedAt)

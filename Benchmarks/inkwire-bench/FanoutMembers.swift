@@ -8,21 +8,25 @@ import InkUV
 protocol MemberLoad: AnyObject {
     var loop: EventLoop { get }
     var wheel: FanoutWheel { get }
+    /// How members of daemon `daemon` seal their sessions (its key; OpenSSL or the unsealed
+    /// baseline).
+    func security(daemon: Int) -> BenchSecurity
     func roomName(_ room: Int) -> String
     func watcherJoined()
     func matches(room: Int, roomSeq: UInt64, commands: [TimedCommand]) -> Bool
     func delivered(room: Int, daemon: Int, roomSeq: UInt64, at now: UInt64)
 }
 
-/// A watching member as light as the protocol allows: an ARQ session and the session-message
-/// decoder, no board. It checks what it gets: room batches in `roomSeq` order from 1, each
-/// decoding (against its own codec state) to the commands the drawer sent.
+/// A watching member as light as the protocol allows: a sealed datagram session (its handshake
+/// carries the join) and the session-message decoder, no board. It checks what it gets: room
+/// batches in `roomSeq` order from 1, each decoding (against its own codec state) to the
+/// commands the drawer sent.
 final class FanoutWatcher: FanoutTimed {
     let room: Int
     /// The daemon it is connected to (0 when there is one).
     let daemon: Int
     let connectionID: UInt64
-    private let arq: ARQSession
+    private let arq: SealedDatagramSession
     // The load owns its members and outlives them; unowned(unsafe) spares the reference
     // count check of every `load.` access (several per delivery).
     private unowned(unsafe) let load: any MemberLoad
@@ -47,9 +51,10 @@ final class FanoutWatcher: FanoutTimed {
         self.socket = socket
         self.reference = reference
         self.load = load
-        arq = ARQSession(connectionID: connectionID, now: Instant(microseconds: now))
         let join = ClientMessage.join(JoinRequest(room: load.roomName(room), user: user, role: .viewer, origin: origin))
-        try? arq.send(SessionMessageCodec.encode(join))
+        let security = load.security(daemon: daemon)
+        arq = SealedDatagramSession(deviceConnectionID: connectionID, serverKey: security.serverKey, join: SessionMessageCodec.encode(join),
+                                    crypto: security.crypto, now: Instant(microseconds: now))
         pump(now: now, arrivedAt: now)
     }
 
@@ -67,7 +72,7 @@ final class FanoutWatcher: FanoutTimed {
 
     private func pump(now: UInt64, arrivedAt: UInt64) {
         let instant = Instant(microseconds: now)
-        while let d = arq.pollTransmit(now: instant) { socket.transmit(d) }
+        while let d = arq.pollTransmit(now: instant) { socket.transmit(d.bytes) }
         var delivered = false
         while let event = arq.pollEvent() {
             if case .delivered(let bytes) = event {
@@ -76,7 +81,7 @@ final class FanoutWatcher: FanoutTimed {
             }
         }
         // Taking messages may reopen the receive window, which the ARQ acknowledges at once.
-        if delivered { while let d = arq.pollTransmit(now: instant) { socket.transmit(d) } }
+        if delivered { while let d = arq.pollTransmit(now: instant) { socket.transmit(d.bytes) } }
         load.wheel.schedule(self, deadline: arq.pollTimeout()?.microseconds)
     }
 
@@ -147,8 +152,10 @@ final class FanoutDrawer: FanoutTimed {
         socket = try UDPSocket(loop: load.loop, bindTo: .loopbackIPv4(port: 0))
         try socket.connect(to: server)
         try? socket.setReceiveBufferSize(1 << 20)
-        let configuration = ClientConfiguration(room: load.roomName(room), user: "drawer", role: .teacher, origin: UInt64(1_000_000 + room))
-        session = ClientSession(configuration, transport: .datagram(connectionID: connectionID), now: Instant(microseconds: now))
+        let configuration = ClientConfiguration(room: load.roomName(room), user: "drawer", role: .teacher, origin: UInt64(1_000_000 + room),
+                                                serverKey: load.security(daemon: daemon).serverKey)
+        session = ClientSession(configuration, transport: .datagram(connectionID: connectionID), crypto: load.security(daemon: daemon).crypto,
+                                now: Instant(microseconds: now))
         try socket.startReceiving { [unowned self] buffer, _ in
             let now = self.load.loop.now
             self.session.handleDatagram(Array(buffer), now: Instant(microseconds: now))

@@ -58,7 +58,7 @@ func runKCPExperiment(_ arguments: [String]) -> Never {
         var pair: (ARQSession, ARQSession)? = nil
         results.append(KCPExperiment.run(seed: UInt32(truncatingIfNeeded: seed), lossPercent: lossPercent) { t0 in
             if endpointKind == "passthrough" { return (PassThroughSession(), PassThroughSession()) }
-            let p = (ARQSession(connectionID: 1, now: t0), ARQSession(connectionID: 1, now: t0))
+            let p = (ARQSession(now: t0), ARQSession(now: t0))
             pair = p
             return p
         })

@@ -1,6 +1,7 @@
 import InkBenchSupport
 import InkClient
 import InkCodec
+import InkCrypto
 import InkProtocol
 import InkUV
 
@@ -20,7 +21,8 @@ protocol LossMember: AnyObject {
     func close()
 }
 
-/// An inkwired member: `ClientSession` over a UDP socket (ARQ) or a TCP stream, on the run's loop.
+/// An inkwired member: `ClientSession` over a UDP socket (ARQ) or a TCP stream, on the run's
+/// loop, sealed (OpenSSL, the daemon's key pinned from its ready line) as every device is.
 final class InkwireLossMember: LossMember {
     let session: ClientSession
     var onDelivered: ([TimedCommand], UInt64) -> Void = { _, _ in }
@@ -46,7 +48,8 @@ final class InkwireLossMember: LossMember {
         timer = try LoopTimer(loop: loop)
         let now = Instant(microseconds: loop.now)
         if datagram {
-            session = ClientSession(configuration, transport: .datagram(connectionID: UInt64.random(in: 1...UInt64.max)), now: now)
+            session = ClientSession(configuration, transport: .datagram(connectionID: UInt64.random(in: 1...UInt64.max)),
+                                    crypto: OpenSSLCrypto.shared, now: now)
             let local: SocketAddress = server.family == .ipv4 ? .anyIPv4(port: 0) : .anyIPv6(port: 0)
             let socket = try UDPSocket(loop: loop, bindTo: local)
             try socket.connect(to: server)
@@ -59,7 +62,7 @@ final class InkwireLossMember: LossMember {
             connected = true
             pump()
         } else {
-            session = ClientSession(configuration, transport: .stream, now: now)
+            session = ClientSession(configuration, transport: .stream, crypto: OpenSSLCrypto.shared, now: now)
             tcp = try TCPConnection.connect(loop: loop, to: server) { [unowned self] result in
                 switch result {
                 case .failure(let error):

@@ -144,7 +144,7 @@ struct LossScenario {
                     case .inkwireUDP, .inkwireTCP, .kcptunFast3, .kcptunFast2, .kcptunFast3NoFEC, .kcptunFast2NoFEC:
                         var configuration = ClientConfiguration(room: LossScenario.roomName(room), user: "member-\(index)",
                                                                 role: index == 0 ? .teacher : .viewer,
-                                                                origin: UInt64(room) << 16 | UInt64(index + 1))
+                                                                origin: UInt64(room) << 16 | UInt64(index + 1), serverKey: server.publicKey)
                         configuration.initialHave = .nothing
                         let tunnelled = memberTargets.isEmpty ? target : memberTargets[room * options.members + index]
                         member = try InkwireLossMember(loop: loop, server: tunnelled, datagram: transport.isDatagram,

@@ -25,6 +25,8 @@ final class LossBenchServer {
     private(set) var tcp: SocketAddress?
     /// The legacy (HYWhiteboard) listener of `legacyRoom` (inkwired only, when asked for).
     private(set) var legacy: SocketAddress?
+    /// The daemon's public key from its ready line (inkwired only): members pin it.
+    private(set) var publicKey: [UInt8]?
     private var reaped = false
 
     /// Starts the relay. `binDirectory` holds `inkwired` and `inkwire-bench`; `launcher` may wrap
@@ -79,6 +81,7 @@ final class LossBenchServer {
                 guard line.contains("msg=\"ready\"") else { continue }
                 if let u = port(after: " udp=", in: line), let t = port(after: " tcp=", in: line),
                    let ua = try? SocketAddress.parse("\(host):\(u)"), let ta = try? SocketAddress.parse("\(host):\(t)") {
+                    publicKey = BenchSecurity.publicKey(readyLine: line)
                     udp = ua
                     tcp = ta
                 }

@@ -104,12 +104,19 @@ func syncBenchBoard(points: Int) -> [[TimedCommand]] {
 
 // MARK: simulator
 
-/// Fills `relay`'s room "bench" with `batches` from a teacher over an in-process stream session.
+/// The simulated daemon's key and primitives: `FakeCrypto` (the sync, not the secrecy, is
+/// measured here; the same sealed protocol and packet sizes as over OpenSSL).
+private let syncSimCrypto = FakeCrypto(seed: 11)
+private let syncSimKey = StaticKeyPair(privateKey: syncSimCrypto.randomBytes(32), crypto: syncSimCrypto)
+
+/// Fills `relay`'s room "bench" with `batches` from a teacher over an in-process sealed stream.
 private func syncBenchFill(_ relay: Relay, _ batches: [[TimedCommand]], now: Instant) {
-    let session = ClientSession(ClientConfiguration(room: "bench", user: "teacher", role: .teacher, origin: 1), transport: .stream, now: now)
+    let session = ClientSession(ClientConfiguration(room: "bench", user: "teacher", role: .teacher, origin: 1, serverKey: syncSimKey.publicKey),
+                                transport: .stream, crypto: syncSimCrypto, now: now)
     let id = SessionID(1)
     relay.handleSessionOpened(id, transport: .tcp, now: now)
     var decoder = StreamFrameDecoder(maxFrameBytes: 1 << 22)
+    var server: SealedStreamSession?
     var next = 0
     var acked: UInt64 = 0
     func pump() {
@@ -119,18 +126,34 @@ private func syncBenchFill(_ relay: Relay, _ batches: [[TimedCommand]], now: Ins
             while let bytes = session.pollTransmit(now: now) {
                 moved = true
                 decoder.handleBytes(bytes)
-                while let frame = try? decoder.pollFrame() { relay.handleMessage(frame, from: id, now: now) }
+                while let frame = try? decoder.pollFrame() {
+                    if let server {
+                        try? server.handleMessage(frame, now: now)
+                    } else if case .success(let (s, join)) = SealedStreamSession.accept(initiation: frame, staticKey: syncSimKey,
+                                                                                         crypto: syncSimCrypto, now: now) {
+                        server = s
+                        relay.handleMessage(join, from: id, now: now)
+                    }
+                }
+            }
+            while let e = server?.pollEvent() {
+                moved = true
+                if case .delivered(let m) = e { relay.handleMessage(m, from: id, now: now) }
             }
             while let o = relay.pollOutput() {
                 moved = true
                 switch o {
                 case .send(let to, let message) where to == id:
-                    session.handleStreamBytes(StreamFrameDecoder.frame(SessionMessageCodec.encode(message)), now: now)
+                    server?.send(SessionMessageCodec.encode(message), now: now)
                 case .append(let record):
                     relay.handleDurable(room: record.room, upTo: record.roomSeq, now: now)
                 default:
                     break
                 }
+            }
+            while let m = server?.pollMessage() {
+                moved = true
+                session.handleStreamBytes(StreamFrameDecoder.frame(m), now: now)
             }
             while let e = session.pollEvent() {
                 if case .acknowledged(let originSeq, _) = e { acked = originSeq }
@@ -154,8 +177,8 @@ private final class SimJoiner: DatagramEndpoint {
     var datagrams = 0
 
     init(now: Instant) {
-        session = ClientSession(ClientConfiguration(room: "bench", user: "late", role: .viewer, origin: 2),
-                                transport: .datagram(connectionID: 77), now: now)
+        session = ClientSession(ClientConfiguration(room: "bench", user: "late", role: .viewer, origin: 2, serverKey: syncSimKey.publicKey),
+                                transport: .datagram(connectionID: 77), crypto: syncSimCrypto, now: now)
     }
     func handleDatagram(_ datagram: [UInt8], now: Instant) {
         bytes += datagram.count
@@ -176,52 +199,62 @@ private final class SimJoiner: DatagramEndpoint {
     }
 }
 
-/// The daemon's side as a simulated endpoint: an ARQ session feeding the relay, with the
-/// daemon's backpressure thresholds.
+/// The daemon's side as a simulated endpoint: a sealed session (made from the joiner's
+/// handshake) feeding the relay, with the daemon's backpressure thresholds.
 private final class SimRelayEnd: DatagramEndpoint {
     let relay: Relay
-    let arq: ARQSession
+    var sealed: SealedDatagramSession?
     let id = SessionID(2)
     var blocked = false
+    /// The ARQ's statistics once the handshake made it (zero before).
+    var stats: ARQStats { sealed?.arq?.stats ?? ARQStats() }
+    var sendWindow: UInt32 { sealed?.arqConfiguration.sendWindow ?? ARQConfiguration().sendWindow }
 
     init(relay: Relay, now: Instant) {
         self.relay = relay
-        arq = ARQSession(connectionID: 77, now: now)
         relay.handleSessionOpened(id, transport: .udp, now: now)
     }
     func handleDatagram(_ datagram: [UInt8], now: Instant) {
-        arq.handleDatagram(datagram, now: now)
+        if let sealed {
+            sealed.handleDatagram(datagram, now: now)
+        } else if case .success(let (s, join)) = SealedDatagramSession.accept(
+            initiation: datagram, staticKey: syncSimKey, reset: StatelessReset(staticPrivateKey: syncSimKey.privateKey, crypto: syncSimCrypto),
+            crypto: syncSimCrypto, now: now) {
+            sealed = s
+            relay.handleMessage(join, from: id, now: now)
+        }
         pump(now)
     }
     func handleTimeout(now: Instant) {
-        arq.handleTimeout(now: now)
+        sealed?.handleTimeout(now: now)
         relay.handleTimeout(now: now)
         pump(now)
     }
     func pollTransmit(now: Instant) -> [UInt8]? {
-        let d = arq.pollTransmit(now: now)
+        let d = sealed?.pollTransmit(now: now)
         pump(now)
-        return d
+        return d?.bytes
     }
     func pollTimeout() -> Instant? {
-        switch (arq.pollTimeout(), relay.pollTimeout()) {
+        switch (sealed?.pollTimeout(), relay.pollTimeout()) {
         case (let a?, let b?): min(a, b)
         case (let a, let b): a ?? b
         }
     }
     private func pump(_ now: Instant) {
+        guard let sealed else { return }
         var moved = true
         while moved {
             moved = false
-            while let e = arq.pollEvent() {
+            while let e = sealed.pollEvent() {
                 moved = true
                 if case .delivered(let m) = e { relay.handleMessage(m, from: id, now: now) }
             }
             while let o = relay.pollOutput() {
                 moved = true
-                if case .send(let to, let message) = o, to == id { try? arq.send(SessionMessageCodec.encode(message)) }
+                if case .send(let to, let message) = o, to == id { try? sealed.send(SessionMessageCodec.encode(message)) }
             }
-            let queued = arq.stats.queuedBytes
+            let queued = sealed.arq?.queuedBytes ?? 0
             if !blocked && queued > 1 << 20 {
                 blocked = true
                 relay.handleBackpressure(id, now: now)
@@ -252,10 +285,10 @@ private func syncBenchSimulated(_ batches: [[TimedCommand]], lossPercent: Int, r
         while joiner.done == nil, limit < 10_000_000, let t = network.nextEventTime() {
             try network.advance(to: t)
             limit += 1
-            let stats = server.arq.stats
+            let stats = server.stats
             maxWindow = max(maxWindow, stats.congestionWindow)
             if stats.bytesInFlight + 1200 > stats.congestionWindow { cwndLimitedSteps += 1 }
-            if stats.segmentsInFlight >= Int(server.arq.configuration.sendWindow) - 1 { windowLimitedSteps += 1 }
+            if stats.segmentsInFlight >= Int(server.sendWindow) - 1 { windowLimitedSteps += 1 }
             steps += 1
         }
     } catch {
@@ -268,7 +301,7 @@ private func syncBenchSimulated(_ batches: [[TimedCommand]], lossPercent: Int, r
         exit(1)
     }
     let virtual = Double(done.at.since(start).microseconds) / 1e6
-    let stats = server.arq.stats
+    let stats = server.stats
     let detail: [(String, String)] = [
         ("server_losses", "\(stats.lossesDetected)"), ("server_probes", "\(stats.probesSent)"),
         ("viewer_duplicates", "\(joiner.session.linkStats?.duplicateSegmentsReceived ?? 0)"),

@@ -1,6 +1,7 @@
 import Glibc
 import InkClient
 import InkCodec
+import InkCrypto
 import InkProtocol
 import InkUV
 
@@ -27,7 +28,7 @@ private final class SyncBenchUDPClient {
         try? socket.setReceiveBufferSize(8 << 20)
         timer = try LoopTimer(loop: loop)
         session = ClientSession(configuration, transport: .datagram(connectionID: UInt64.random(in: 1...UInt64.max)),
-                                now: Instant(microseconds: loop.now))
+                                crypto: OpenSSLCrypto.shared, now: Instant(microseconds: loop.now))
         try socket.startReceiving { [unowned self] buffer, _ in
             bytes += buffer.count
             datagrams += 1
@@ -72,6 +73,8 @@ private struct SyncBenchDaemon {
     let udp: SocketAddress
     /// The daemon's `/metrics` port (for its retransmission counter).
     let metricsPort: UInt16
+    /// Its public key (members pin it).
+    let publicKey: [UInt8]?
 
     init() {
         var buffer = [CChar](repeating: 0, count: 4096)
@@ -100,6 +103,7 @@ private struct SyncBenchDaemon {
         pid = child
         var found: SocketAddress?
         var metrics: UInt16 = 0
+        var key: [UInt8]?
         for _ in 0..<2000 where found == nil {
             usleep(5_000)
             guard let file = fopen(log, "r") else { continue }
@@ -109,6 +113,7 @@ private struct SyncBenchDaemon {
                 guard text.contains("msg=\"ready\""), let range = text.range(of: " udp=") else { continue }
                 let value = text[range.upperBound...].prefix { $0 != " " && $0 != "\n" }.filter { $0 != "\"" }
                 if let port = value.split(separator: ":").last.flatMap({ UInt16($0) }) { found = .loopbackIPv4(port: port) }
+                key = text.split(separator: "\n").first.flatMap { BenchSecurity.publicKey(readyLine: $0) }
                 if let m = text.range(of: " metrics=") {
                     metrics = text[m.upperBound...].prefix { $0 != " " && $0 != "\n" }.split(separator: ":").last.flatMap { UInt16($0) } ?? 0
                 }
@@ -122,6 +127,7 @@ private struct SyncBenchDaemon {
         }
         udp = found
         metricsPort = metrics
+        publicKey = key
     }
 
     /// One sample of the daemon's `/metrics` (0 when absent).
@@ -219,7 +225,7 @@ func syncBenchDaemon(_ batches: [[TimedCommand]], link: (loss: Int, rtt: Int, se
     do {
         let loop = try EventLoop()
         let teacher = try SyncBenchUDPClient(loop: loop, server: daemon.udp,
-                                             configuration: ClientConfiguration(room: "bench", user: "teacher", role: .teacher, origin: 1))
+                                             configuration: ClientConfiguration(room: "bench", user: "teacher", role: .teacher, origin: 1, serverKey: daemon.publicKey))
         var next = 0
         var acked: UInt64 = 0
         let fillLimit = syncBenchClock() + 300
@@ -249,7 +255,7 @@ func syncBenchDaemon(_ batches: [[TimedCommand]], link: (loss: Int, rtt: Int, se
         }
         let start = syncBenchClock()
         let viewer = try SyncBenchUDPClient(loop: loop, server: viewerTarget,
-                                            configuration: ClientConfiguration(room: "bench", user: "late", role: .viewer, origin: 2))
+                                            configuration: ClientConfiguration(room: "bench", user: "late", role: .viewer, origin: 2, serverKey: daemon.publicKey))
         var matches: Bool?
         while matches == nil {
             guard syncBenchClock() < start + 120 else {

@@ -1,5 +1,6 @@
-// One connection to the daemon carrying session messages: an ARQ session (UDP) or a framed
-// stream (TCP). A reconnect replaces the link; the ClientSession above it keeps its state.
+// One connection to the daemon carrying session messages, sealed (docs/protocol.md 4): a
+// `SealedDatagramSession` (UDP: handshake, then ARQ) or a `SealedStreamSession` (TCP). A
+// reconnect replaces the link; the ClientSession above it keeps its state.
 import InkProtocol
 
 /// What a link reports besides messages.
@@ -8,6 +9,14 @@ enum LinkSignal {
     case unreachable
     case reachable
     case closed(String)
+    /// The daemon proved its key; the session is sealed.
+    case established
+    /// A valid stateless reset: the daemon no longer knows this session (it restarted).
+    case reset
+    /// The daemon's unauthenticated answer to the handshake.
+    case notice(NoticeCode, key: [UInt8])
+    /// Unpinned: the key the daemon says it has.
+    case learnedKey([UInt8])
 }
 
 final class ClientLink {
@@ -15,30 +24,42 @@ final class ClientLink {
     /// caller is not draining its output).
     static let maxQueuedStreamFrames = 65_536
 
-    private let arq: ARQSession?
+    private let datagram: SealedDatagramSession?
+    private let stream: SealedStreamSession?
     private var decoder = StreamFrameDecoder(maxFrameBytes: ClientConfiguration.maxStreamFrameBytes)
-    private var outgoing: [[UInt8]] = []
-    private var outgoingStart = 0
     private var signals: [LinkSignal] = []
+    private var signalStart = 0
+    /// Stream messages sealed and not yet written.
+    private var queuedStreamMessages = 0
+    private var lastNow: Instant
     private(set) var isClosed = false
 
-    init(_ transport: ClientTransport, configuration: ARQConfiguration, now: Instant) {
+    /// `join` is the encoded join message: it rides in the handshake.
+    init(_ transport: ClientTransport, join: [UInt8], serverKey: [UInt8]?, crypto: any SessionCrypto,
+         configuration: ARQConfiguration, sealing: SealingConfiguration, now: Instant) {
+        lastNow = now
         switch transport {
-        case .datagram(let id): arq = ARQSession(connectionID: id, configuration: configuration, now: now)
-        case .stream: arq = nil
+        case .datagram(let id):
+            datagram = SealedDatagramSession(deviceConnectionID: id, serverKey: serverKey, join: join, crypto: crypto,
+                                             arq: configuration, sealing: sealing, now: now)
+            stream = nil
+        case .stream:
+            stream = SealedStreamSession(serverKey: serverKey, join: join, crypto: crypto, sealing: sealing)
+            datagram = nil
         }
     }
 
-    var isDatagram: Bool { arq != nil }
-    var arqStats: ARQStats? { arq?.stats }
+    var isDatagram: Bool { datagram != nil }
+    var arqStats: ARQStats? { datagram?.arq?.stats }
+    var sealedStats: SealedStats? { datagram?.stats }
 
     /// Queues one message. False when the link cannot take it now (ARQ send queue full): try
     /// again after the next input.
     func send(_ message: [UInt8]) -> Bool {
         guard !isClosed else { return false }
-        if let arq {
+        if let datagram {
             do {
-                try arq.send(message)
+                try datagram.send(message)
                 return true
             } catch .sendQueueFull {
                 return false
@@ -47,86 +68,112 @@ final class ClientLink {
                 return false
             }
         }
-        guard outgoing.count - outgoingStart < ClientLink.maxQueuedStreamFrames else { return false }
-        outgoing.append(StreamFrameDecoder.frame(message))
+        guard queuedStreamMessages < ClientLink.maxQueuedStreamFrames else { return false }
+        stream!.send(message, now: lastNow)
+        queuedStreamMessages += 1
         return true
     }
 
     func handleDatagram(_ bytes: [UInt8], now: Instant) {
-        guard let arq, !isClosed else { return }
-        arq.handleDatagram(bytes, now: now)
-        drainARQ()
+        lastNow = now
+        guard let datagram, !isClosed else { return }
+        datagram.handleDatagram(bytes, now: now)
+        drainSealed()
     }
 
-    func handleStreamBytes(_ bytes: [UInt8]) {
-        guard arq == nil, !isClosed else { return }
+    func handleStreamBytes(_ bytes: [UInt8], now: Instant) {
+        lastNow = now
+        guard let stream, !isClosed else { return }
         decoder.handleBytes(bytes)
         while true {
             do {
                 guard let frame = try decoder.pollFrame() else { break }
-                signals.append(.message(frame))
+                try stream.handleMessage(frame, now: now)
+            } catch let error as SealedStreamError {
+                drainStream()
+                close(reason: "\(error)")
+                return
             } catch {
                 close(reason: "stream framing: \(error)")
                 return
             }
+            drainStream()
         }
     }
 
     func handleTimeout(now: Instant) {
-        guard let arq, !isClosed else { return }
-        arq.handleTimeout(now: now)
-        drainARQ()
+        lastNow = now
+        guard let datagram, !isClosed else { return }
+        datagram.handleTimeout(now: now)
+        drainSealed()
     }
 
     func pollSignal() -> LinkSignal? {
-        signals.isEmpty ? nil : signals.removeFirst()
+        guard signalStart < signals.count else { return nil }
+        let s = signals[signalStart]
+        signalStart += 1
+        if signalStart == signals.count {
+            signals.removeAll(keepingCapacity: true)
+            signalStart = 0
+        }
+        return s
     }
 
     func pollTransmit(now: Instant) -> [UInt8]? {
-        if let arq {
-            let d = arq.pollTransmit(now: now)
-            drainARQ()
-            return d
+        lastNow = now
+        if let datagram {
+            let d = datagram.pollTransmit(now: now)
+            drainSealed()
+            return d?.bytes
         }
-        guard outgoingStart < outgoing.count else { return nil }
-        let frame = outgoing[outgoingStart]
-        outgoingStart += 1
-        if outgoingStart == outgoing.count {
-            outgoing.removeAll(keepingCapacity: true)
-            outgoingStart = 0
-        }
-        return frame
+        guard let message = stream!.pollMessage() else { return nil }
+        queuedStreamMessages = max(0, queuedStreamMessages - 1)
+        return StreamFrameDecoder.frame(message)
     }
 
     func pollTimeout() -> Instant? {
-        isClosed ? nil : arq?.pollTimeout()
+        isClosed ? nil : datagram?.pollTimeout()
     }
 
     /// Everything sent was acknowledged (always true for streams once drained).
-    var isIdle: Bool { arq?.isIdle ?? (outgoingStart == outgoing.count) }
+    var isIdle: Bool { datagram?.isIdle ?? (queuedStreamMessages == 0) }
 
-    /// Closes the ARQ session (a close frame goes out with the next `pollTransmit`).
+    /// Closes the session (an authenticated close goes out with the next `pollTransmit`).
     func close(reason: String) {
         guard !isClosed else { return }
         isClosed = true
-        arq?.close()
+        datagram?.close()
         signals.append(.closed(reason))
     }
 
-    private func drainARQ() {
-        guard let arq else { return }
-        while let e = arq.pollEvent() {
-            switch e {
-            case .delivered(let m): signals.append(.message(m))
-            case .peerUnreachable: signals.append(.unreachable)
-            case .peerReachable: signals.append(.reachable)
-            case .peerClosed:
-                isClosed = true
-                signals.append(.closed("the daemon closed the session"))
-            case .failed(let error):
-                isClosed = true
-                signals.append(.closed("session failed: \(error)"))
-            }
+    private func drainSealed() {
+        guard let datagram else { return }
+        while let e = datagram.pollEvent() { handle(e) }
+    }
+
+    private func drainStream() {
+        guard let stream else { return }
+        while let e = stream.pollEvent() { handle(e) }
+    }
+
+    private func handle(_ e: SealedEvent) {
+        switch e {
+        case .delivered(let m): signals.append(.message(m))
+        case .peerUnreachable: signals.append(.unreachable)
+        case .peerReachable: signals.append(.reachable)
+        case .peerClosed:
+            isClosed = true
+            signals.append(.closed("the daemon closed the session"))
+        case .failed(let error):
+            isClosed = true
+            signals.append(.closed("session failed: \(error)"))
+        case .established: signals.append(.established)
+        case .reset:
+            isClosed = true
+            signals.append(.reset)
+        case .notice(let code, let key): signals.append(.notice(code, key: key))
+        case .learnedKey(let key): signals.append(.learnedKey(key))
+        case .confirmed, .moved: break
         }
     }
 }

@@ -7,7 +7,7 @@ import InkProtocol
 ///
 /// ## Call order
 /// ```swift
-/// let s = ClientSession(configuration, transport: .datagram(connectionID: random), now: now)
+/// let s = ClientSession(configuration, transport: .datagram(connectionID: random), crypto: crypto, now: now)
 /// s.handleDatagram(bytes, now:)      // UDP: every datagram from the daemon
 /// s.handleStreamBytes(bytes, now:)   // TCP: every read
 /// s.handleTimeout(now:)              // when pollTimeout() passes (early or twice is harmless)
@@ -24,7 +24,8 @@ import InkProtocol
 /// device): own batches numbered `originSeq` 1, 2, ... and kept until acknowledged, the board
 /// folded in `roomSeq` order with own batches at the `roomSeq` their acks name, sync chunks
 /// applied and confirmed, the digest checked, and `have` for a rejoin. This class adds the link
-/// (ARQ over UDP or framed TCP), the join at creation and after `reconnect` (then every
+/// (a sealed session, docs/protocol.md 4: the join rides in its handshake; ARQ over UDP or
+/// framed TCP), the join at creation and after `reconnect` (then every
 /// unacknowledged batch again, same numbers, so the daemon appends each once; a snapshot sync
 /// resumes after the last confirmed chunk), held messages while the link's queue is full, and
 /// one event stream.
@@ -49,9 +50,14 @@ public final class ClientSession {
     public private(set) var digestMismatches = 0
     /// ARQ statistics of the current link (UDP only).
     public var linkStats: ARQStats? { link.arqStats }
+    /// What the current link's sealing refused (UDP only).
+    public var sealedStats: SealedStats? { link.sealedStats }
+    /// The daemon's static key: pinned, or learned from the daemon on first use.
+    public private(set) var serverKey: [UInt8]?
 
     private var follower: RoomFollower
-    private var link: ClientLink
+    private var link: ClientLink!
+    private let crypto: any SessionCrypto
     /// Encoded messages the link refused (queue full), sent first, in order.
     private var held = Fifo<[UInt8]>()
     /// After a reconnect, unacknowledged batches go again once the join is accepted.
@@ -65,11 +71,13 @@ public final class ClientSession {
     private var events: [ClientEvent] = []
     private var eventStart = 0
 
-    public init(_ configuration: ClientConfiguration, transport: ClientTransport, now: Instant) {
+    /// `crypto` supplies the primitives of the sealed session (OpenSSL's in `inkwire`).
+    public init(_ configuration: ClientConfiguration, transport: ClientTransport, crypto: any SessionCrypto, now: Instant) {
         self.configuration = configuration
+        self.crypto = crypto
+        serverKey = configuration.serverKey
         follower = RoomFollower(origin: configuration.origin)
-        link = ClientLink(transport, configuration: configuration.arq, now: now)
-        sendJoin()
+        link = makeLink(transport, now: now)
     }
 
     // MARK: inputs
@@ -80,7 +88,7 @@ public final class ClientSession {
     }
 
     public func handleStreamBytes(_ bytes: [UInt8], now: Instant) {
-        link.handleStreamBytes(bytes)
+        link.handleStreamBytes(bytes, now: now)
         process()
     }
 
@@ -134,11 +142,10 @@ public final class ClientSession {
     public func reconnect(_ transport: ClientTransport, now: Instant) {
         guard !hasEnded else { return }
         if !link.isClosed { link.close(reason: "reconnecting") }
-        link = ClientLink(transport, configuration: configuration.arq, now: now)
         held = Fifo()
         isJoined = false
         resendOnJoin = true
-        sendJoin()
+        link = makeLink(transport, now: now)
     }
 
     // MARK: outputs
@@ -163,7 +170,8 @@ public final class ClientSession {
 
     // MARK: processing
 
-    private func sendJoin() {
+    /// A new link whose handshake carries the join (with what the board has).
+    private func makeLink(_ transport: ClientTransport, now: Instant) -> ClientLink {
         var message = follower.join(room: configuration.room, user: configuration.user, role: configuration.role,
                                     token: configuration.token)
         // A device with nothing asks as configured (e.g. for the whole log as a tail).
@@ -171,7 +179,8 @@ public final class ClientSession {
             request.have = configuration.initialHave
             message = .join(request)
         }
-        transmit(message)
+        return ClientLink(transport, join: SessionMessageCodec.encode(message), serverKey: serverKey, crypto: crypto,
+                          configuration: configuration.arq, sealing: configuration.sealing, now: now)
     }
 
     /// Hands the link one message, after any it refused before (order is kept).
@@ -201,6 +210,13 @@ public final class ClientSession {
             case .unreachable: emit(.unreachable)
             case .reachable: emit(.reachable)
             case .closed(let reason): emit(.disconnected(reason: reason))
+            case .established: emit(.established)
+            case .reset: emit(.sessionReset)
+            case .notice(let code, let key):
+                emit(code == .keyMismatch ? .serverKeyMismatch(pinned: serverKey ?? [], presented: key) : .serverBusy)
+            case .learnedKey(let key):
+                serverKey = key
+                emit(.serverKeyLearned(key))
             }
         }
         flushHeld()

@@ -16,12 +16,14 @@ public struct ClientConfiguration: Sendable {
     /// `.upTo(roomSeq: 0, digest: 0)` asks for the whole log as a tail, with every batch's
     /// original command times (what `inkwire export` needs) while the daemon still holds it.
     public var initialHave: JoinHave = .nothing
-    /// The device's ARQ settings; `provesAddress` is on (docs/protocol.md 8.1).
-    public var arq: ARQConfiguration = {
-        var c = ARQConfiguration()
-        c.provesAddress = true
-        return c
-    }()
+    /// The daemon's static public key (docs/protocol.md 8.4): a daemon that cannot prove it is
+    /// refused. Nil: trust on first use, the key is asked of the daemon and reported
+    /// (`ClientEvent.serverKeyLearned`) for the app to keep and pin.
+    public var serverKey: [UInt8]?
+    /// The device's ARQ settings (UDP).
+    public var arq = ARQConfiguration()
+    /// Key update thresholds of the sealed session.
+    public var sealing = SealingConfiguration()
 
     /// Own batches not yet acknowledged durable; `send` refuses more (`.tooManyPending`).
     public static let maxPendingBatches = RoomFollower.maxPendingBatches
@@ -34,20 +36,21 @@ public struct ClientConfiguration: Sendable {
     /// The ARQ's own probe-timeout ceiling (2 s).
     public static let streamRetransmitCeilingMs = UInt32(ARQConfiguration().maxRTO.microseconds / 1000)
 
-    public init(room: String, user: String, role: MemberRole, token: [UInt8] = [], origin: UInt64) {
+    public init(room: String, user: String, role: MemberRole, token: [UInt8] = [], origin: UInt64, serverKey: [UInt8]? = nil) {
         self.room = room
         self.user = user
         self.role = role
         self.token = token
         self.origin = origin
+        self.serverKey = serverKey
     }
 }
 
 /// How the session reaches the daemon.
 public enum ClientTransport: Hashable, Sendable {
-    /// UDP: an ARQ session with this connection id (random per connection).
+    /// UDP: a sealed ARQ session with this connection id (random per connection, never 0).
     case datagram(connectionID: UInt64)
-    /// TCP: length-prefixed session messages (`StreamFrameDecoder`), no ARQ.
+    /// TCP: sealed session messages, length-prefixed (`StreamFrameDecoder`), no ARQ.
     case stream
 }
 
@@ -95,6 +98,19 @@ public enum ClientEvent: Hashable, Sendable {
     case disconnected(reason: String)
     /// The daemon sent something undecodable; it was skipped.
     case protocolError(String)
+    /// The handshake completed: the daemon proved it holds `serverKey`; everything is sealed.
+    case established
+    /// Unpinned: the daemon says its key is this (trust on first use: keep it, and pin it).
+    case serverKeyLearned([UInt8])
+    /// The daemon at the address answered that it has another key than the pinned one (a
+    /// notice, not authenticated: the session keeps trying until the caller gives up). A rogue
+    /// daemon, or the daemon's key was replaced.
+    case serverKeyMismatch(pinned: [UInt8], presented: [UInt8])
+    /// The daemon is too busy for a handshake now (a notice); the session keeps trying.
+    case serverBusy
+    /// The daemon no longer knows this session (a valid stateless reset: it restarted).
+    /// `reconnect` at once; the link is gone.
+    case sessionReset
 }
 
 /// Why `send` refused a batch.

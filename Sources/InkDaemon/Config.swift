@@ -13,6 +13,9 @@ public struct DaemonLimits: Sendable, Equatable {
     public var maxFrameBytes = 1 << 20
     /// New native sessions one source address may open per second (token bucket).
     public var newSessionsPerSecond = 20
+    /// Handshakes (initiations opened) per second, all sources together: each costs three
+    /// X25519 operations (about 0.15 ms), so a flood of initiations cannot take the CPU.
+    public var maxHandshakesPerSecond = 1000
     public var shutdownTimeoutMs: UInt64 = 5000
     /// The app's own heartbeat interval and silent-peer timeout.
     public var legacyHeartbeatMs: UInt64 = 3000
@@ -47,6 +50,12 @@ public struct DaemonConfig: Sendable, Equatable {
     /// Test knob: the store's backlog bound in writes (`--store-backlog-ops`).
     public var storeBacklogOps: Int?
     public var tokenSecretFile: String?
+    /// `--key-file`: the daemon's private key (never created); nil: `daemon-key` in the data dir.
+    public var keyFile: String?
+    /// `--print-public-key`: print the daemon's public key and exit.
+    public var printPublicKey = false
+    /// Benchmark knob: sessions run the protocol with `FakeCrypto`, i.e. NOT encrypted.
+    public var insecureUnsealed = false
     public var metrics: SocketAddress?
     /// `--bridge`: the broker and topics rooms are bridged through (nil: not bridged).
     public var bridge: BridgeSettings?
@@ -181,6 +190,12 @@ extension DaemonConfig {
         if one("help") != nil { config.showHelp = true }
         if one("version") != nil { config.showVersion = true }
         if one("check-config") != nil { config.checkOnly = true }
+        if one("print-public-key") != nil { config.printPublicKey = true }
+        if one("insecure-unsealed-benchmark") != nil { config.insecureUnsealed = true }
+        if let path = one("key-file") {
+            guard !path.isEmpty else { throw ConfigError("--key-file must not be empty") }
+            config.keyFile = path
+        }
         if let list = values["udp"] { config.udp = try addresses(list, flag: "udp") }
         if let list = values["tcp"] { config.tcp = try addresses(list, flag: "tcp") }
         if let list = values["legacy"] {
@@ -225,6 +240,7 @@ extension DaemonConfig {
         limits.maxDatagramBytes = try number(one("max-datagram"), "max-datagram", FrameCodec.minFrameBytes...FrameCodec.maxFrameBytes, limits.maxDatagramBytes)
         limits.maxFrameBytes = try number(one("max-frame"), "max-frame", 64...(64 << 20), limits.maxFrameBytes)
         limits.newSessionsPerSecond = try number(one("new-sessions-per-second"), "new-sessions-per-second", 1...100_000, limits.newSessionsPerSecond)
+        limits.maxHandshakesPerSecond = try number(one("max-handshakes-per-second"), "max-handshakes-per-second", 1...1_000_000, limits.maxHandshakesPerSecond)
         limits.shutdownTimeoutMs = UInt64(try number(one("shutdown-timeout-ms"), "shutdown-timeout-ms", 100...600_000, Int(limits.shutdownTimeoutMs)))
         limits.legacyHeartbeatMs = UInt64(try number(one("legacy-heartbeat-ms"), "legacy-heartbeat-ms", 10...600_000, Int(limits.legacyHeartbeatMs)))
         limits.legacyTimeoutMs = UInt64(try number(one("legacy-timeout-ms"), "legacy-timeout-ms", 10...3_600_000, Int(limits.legacyTimeoutMs)))

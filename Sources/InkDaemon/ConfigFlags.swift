@@ -45,6 +45,8 @@ public struct ConfigFlag: Sendable {
         ConfigFlag("max-room-history-bytes", "BYTES", "history one room keeps (stored batch payloads); a batch past it is refused (default \(StoreLimits().maxRoomHistoryBytes); reloaded on SIGHUP)"),
         ConfigFlag("room-idle-expiry", "DURATION", "delete a room with no batch and no member for this long: 90s, 15m, 12h, 30d; 0 never (default 30d; reloaded on SIGHUP)"),
         ConfigFlag("token-secret-file", "FILE", "HMAC-SHA256 secret for join tokens; without it rooms are open (reloaded on SIGHUP)", reloadable: true),
+        ConfigFlag("key-file", "FILE", "the daemon's private key, 64 hex digits (e.g. a systemd credential); never written (default: daemon-key in --data-dir, created mode 0600)"),
+        ConfigFlag("print-public-key", nil, "print the daemon's public key (creating the key if needed) for devices to pin, and exit"),
         ConfigFlag("metrics", "HOST:PORT", "serve Prometheus /metrics here (default off)"),
         ConfigFlag("bridge", "mqtt://HOST:PORT", "share rooms with other daemons through this MQTT broker (mqtt://USER@HOST:PORT logs in as USER); keeps full history (--retain full) (default off)"),
         ConfigFlag("bridge-topic-prefix", "PREFIX", "topic prefix on the broker (default \(BridgeSettings.defaultTopicPrefix))"),
@@ -58,6 +60,7 @@ public struct ConfigFlag: Sendable {
         ConfigFlag("max-datagram", "BYTES", "largest UDP datagram accepted (default \(DaemonLimits.defaults.maxDatagramBytes))", reloadable: true),
         ConfigFlag("max-frame", "BYTES", "largest native TCP frame accepted (default \(DaemonLimits.defaults.maxFrameBytes))", reloadable: true),
         ConfigFlag("new-sessions-per-second", "N", "new sessions one source address may open per second (default \(DaemonLimits.defaults.newSessionsPerSecond))", reloadable: true),
+        ConfigFlag("max-handshakes-per-second", "N", "native handshakes per second from all sources; past it a busy notice (default \(DaemonLimits.defaults.maxHandshakesPerSecond))", reloadable: true),
         ConfigFlag("tcp-rto-max-ms", "MS", "ceiling of a TCP stream's retransmission timeout, Linux 6.15+; 0 keeps the kernel's 120 s (default \(DaemonLimits.defaults.tcpRetransmitCeilingMs); reloaded on SIGHUP for new connections)", reloadable: true),
         ConfigFlag("shutdown-timeout-ms", "MS", "longest a graceful stop may take before exiting anyway (default \(DaemonLimits.defaults.shutdownTimeoutMs))"),
         ConfigFlag("check-config", nil, "validate flags, environment and files, then exit (non-zero on error)"),
@@ -68,6 +71,8 @@ public struct ConfigFlag: Sendable {
         ConfigFlag("legacy-timeout-ms", "MS", "legacy silent-peer timeout", reloadable: true, hidden: true),
         // Test knob: the room log's backlog bound in writes (default 65536), to reach it quickly.
         ConfigFlag("store-backlog-ops", "N", "room log backlog bound in writes", hidden: true),
+        // Benchmark knob: the unsealed baseline of inkwire-bench fanout. Sessions are NOT encrypted.
+        ConfigFlag("insecure-unsealed-benchmark", nil, "benchmarks only: sessions are not encrypted", hidden: true),
     ]
 
     public static func named(_ name: String) -> ConfigFlag? { all.first { $0.name == name } }

@@ -1,7 +1,9 @@
 import Glibc
-import InkVersion
+import InkCrypto
+import InkProtocol
 import InkStore
 import InkUV
+import InkVersion
 
 /// `inkwired`: one libuv loop moving bytes between sockets, the rooms and the durable log.
 ///
@@ -24,6 +26,15 @@ public final class Daemon {
     /// Held while the daemon runs (`inkwired restore` waits for it to stop).
     private let dataDirectoryLock: DataDirectoryLock
     var tokenVerifier: TokenVerifier?
+    /// The primitives of sealed sessions (OpenSSL; `FakeCrypto` only with the benchmark knob).
+    let crypto: any SessionCrypto
+    /// The daemon's static key pair (docs/protocol.md 8.4) and the resets it derives.
+    let staticKey: StaticKeyPair
+    let resets: StatelessReset
+    /// Unauthenticated answers (resets, notices, key replies, protocol 1 refusals) per second.
+    var unsealedAnswers = RateBudget(perSecond: StatelessReset.maxPerSecond)
+    /// Handshakes per second, all sources (`--max-handshakes-per-second`).
+    var handshakes: RateBudget
     var legacyListeners: [LegacyListener] = []
     var udp: [UDPTransport] = []
     var tcp: [TCPTransport] = []
@@ -60,6 +71,21 @@ public final class Daemon {
         tokenVerifier = try Daemon.loadTokenVerifier(config)
         if let problem = FileSystem.makeDirectories(config.dataDir) { throw .startFailed("--data-dir \(problem)") }
         dataDirectoryLock = try DataDirectoryLock.acquire(dataDir: config.dataDir).get()
+        if config.insecureUnsealed {
+            // A throwaway key: FakeCrypto's "public" key is its private key.
+            let fake = FakeCrypto(seed: WallClock.milliseconds())
+            crypto = fake
+            staticKey = StaticKeyPair(privateKey: fake.randomBytes(32), crypto: fake)
+            logger.warning("--insecure-unsealed-benchmark: native sessions are NOT encrypted (a benchmark baseline)")
+        } else {
+            crypto = OpenSSLCrypto.shared
+            let loaded = try DaemonKey.load(config, crypto: crypto)
+            staticKey = loaded.pair
+            logger.info(loaded.created ? "daemon key created" : "daemon key loaded",
+                        ["path": loaded.path, "public_key": PublicKeyText.encode(loaded.pair.publicKey)])
+        }
+        resets = StatelessReset(staticPrivateKey: staticKey.privateKey, crypto: crypto)
+        handshakes = RateBudget(perSecond: config.limits.maxHandshakesPerSecond)
         let box = WeakDaemon()
         do { wakeup = try LoopWakeup(loop: loop) { box.daemon?.storeProgressed() } } catch { throw .startFailed("loop wakeup: \(error)") }
         let wakeup = self.wakeup
@@ -137,6 +163,26 @@ public final class Daemon {
         bridge?.start()
         logReady()
         notifier.ready(status: statusText())
+        resetPreviousSessions()
+    }
+
+    /// Tells every UDP device the previous run had that its session is gone (a stateless reset
+    /// each), so it joins again at once instead of when it next sends.
+    private func resetPreviousSessions() {
+        let table = SessionTable.read(dataDir: config.dataDir)
+        guard !table.isEmpty else { return }
+        let sent = udp.reduce(0) { $0 + $1.sendRestartResets(table) }
+        logger.info("reset the previous run's sessions", ["sessions": table.count, "resets": sent])
+        saveSessionTable(force: true)
+    }
+
+    /// Rewrites `udp-sessions` when a UDP session opened, moved or closed since the last time.
+    func saveSessionTable(force: Bool = false) {
+        guard force || udp.contains(where: { $0.sessionsDirty }) else { return }
+        let table = udp.flatMap { $0.takeSessionTable() }
+        if !SessionTable.write(table, dataDir: config.dataDir) {
+            metrics.errors(kind: "session_table").increment()
+        }
     }
 
     /// Runs until shutdown; returns the exit code.
@@ -160,6 +206,7 @@ public final class Daemon {
             "legacy": joined(legacy),
             "metrics": metricsServer?.localAddress?.description ?? "off",
             "bridge_id": bridge?.core.configuration.daemonID ?? "off",
+            "public_key": PublicKeyText.encode(staticKey.publicKey),
             "version": InkwireVersion.string,
             "commit": InkwireVersion.commit,
             "pid": getpid(),
@@ -181,6 +228,7 @@ public final class Daemon {
 
     private func housekeep() {
         storeProgressed()
+        saveSessionTable()
         driver.expireIdleRooms()
         for transport in udp { transport.sampleSessions() }
         refreshGauges()

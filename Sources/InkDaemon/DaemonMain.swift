@@ -1,4 +1,6 @@
 import Glibc
+import InkCrypto
+import InkProtocol
 import InkVersion
 
 /// Exit codes of `inkwired` (its unit's `RestartPreventExitStatus=` names the ones a restart
@@ -46,9 +48,21 @@ public enum DaemonMain {
             print("inkwired \(InkwireVersion.string) (commit \(InkwireVersion.commit))")
             return 0
         }
+        if config.printPublicKey {
+            do {
+                let loaded = try DaemonKey.load(config, crypto: OpenSSLCrypto.shared)
+                print(PublicKeyText.encode(loaded.pair.publicKey))
+                return 0
+            } catch {
+                printError("inkwired: \(error)")
+                return error.exitCode
+            }
+        }
         if config.checkOnly {
             do {
                 _ = try Daemon.loadTokenVerifier(config)
+                // A --key-file must be readable; the data dir's key is made at the first start.
+                if config.keyFile != nil { _ = try DaemonKey.load(config, crypto: OpenSSLCrypto.shared) }
                 _ = try config.bridge?.readPassword()
                 if let problem = FileSystem.makeDirectories(config.dataDir) { throw ConfigError("--data-dir \(problem)") }
             } catch {

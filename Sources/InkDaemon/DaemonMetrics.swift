@@ -16,6 +16,7 @@ final class DaemonMetrics {
     let historyBytes: Gauge
     let syncsInProgress: Gauge
     let refusedJoins: Counter
+    let handshakes: Counter
     private let errorCounter: Counter
     let connectionsAccepted: Counter
     let legacyMessages: Counter
@@ -42,6 +43,7 @@ final class DaemonMetrics {
         historyBytes = registry.gauge("inkwire_history_bytes", help: "Payload bytes of room history kept by the store.")
         syncsInProgress = registry.gauge("inkwire_syncs_in_progress", help: "History syncs under way.")
         refusedJoins = registry.counter("inkwire_refused_joins_total", help: "Joins refused, by reason.", labels: ["reason"])
+        handshakes = registry.counter("inkwire_handshakes_total", help: "Native handshakes (initiations), by result.", labels: ["result"])
         errorCounter = registry.counter("inkwire_errors_total", help: "Errors, by kind.", labels: ["kind"])
         connectionsAccepted = registry.counter("inkwire_connections_accepted_total", help: "TCP connections accepted, by listener.", labels: ["transport"])
         legacyMessages = registry.counter("inkwire_legacy_messages_total", help: "Legacy text messages, by direction.", labels: ["direction"])

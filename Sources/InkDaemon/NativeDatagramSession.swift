@@ -2,28 +2,28 @@ import InkProtocol
 import InkRelay
 import InkUV
 
-/// One native device over UDP: an `ARQSession` carrying session messages, one relay session,
-/// its deadline (the ARQ's `pollTimeout`) in the transport's `SessionTimers`.
+/// One native device over UDP: a `SealedDatagramSession` (its handshake already answered, then
+/// an ARQ session carrying session messages, sealed), one relay session, its deadline in the
+/// transport's `SessionTimers`.
 ///
-/// Roaming: a valid datagram of this connection id from a new address moves the session there.
-/// Amplification: until an address proves it receives (a datagram from it echoes the timestamp
-/// of a datagram we sent it), the bytes sent to it never exceed the bytes received from it;
-/// datagrams beyond that wait (`maxHeldDatagrams`) for more to arrive.
+/// The protocol core decides everything about a datagram once it has opened and decoded it
+/// (docs/protocol.md 8.1): what does not open changes nothing; paths move only after a probe of
+/// the new address is answered; the amplification limit holds what an unproved address may not
+/// have yet. This class keeps the addresses and moves bytes.
 final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
     let connectionID: UInt64
     private(set) var address: SocketAddress
-    private let arq: ARQSession
+    /// The address being validated, if any.
+    private var candidate: SocketAddress?
+    private let sealed: SealedDatagramSession
+    /// The join the handshake carried, handed to the relay once the session is open.
+    private var join: [UInt8]?
     // Held without reference counting: the transport and the daemon outlive every session,
     // and counted references to them (objects with weak references, so every count takes
     // the slow path) cost several atomic operations per datagram.
     private unowned(unsafe) let transport: UDPTransport
     private unowned(unsafe) let daemon: Daemon
     private var session: SessionID?
-    private var path = PathBudget()
-    private var held: [[UInt8]] = []
-    /// A probe is out for the datagrams held now (one per arrival from the address or
-    /// retransmission round).
-    private var probing = false
     /// The whole millisecond this session's deadline is armed for (kept by `SessionTimers`).
     var wheelMilliseconds: UInt64?
     private var flushing = false
@@ -34,24 +34,29 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
     private var ended = false
     private var reportedRetransmissions = 0
 
-    /// Datagrams waiting for the amplification budget; more are dropped (the ARQ resends).
-    static let maxHeldDatagrams = 64
     /// Queued bytes above which the relay is told to hold back, and below which to resume.
     static let backpressureHighBytes = 1 << 20
     static let backpressureLowBytes = 256 << 10
     /// How long a closed session keeps retransmitting its goodbye.
     static let lingerMicroseconds: UInt64 = 1_000_000
 
-    init(connectionID: UInt64, address: SocketAddress, transport: UDPTransport) {
-        self.connectionID = connectionID
+    init(sealed: SealedDatagramSession, join: [UInt8], address: SocketAddress, transport: UDPTransport) {
+        connectionID = sealed.connectionID
+        self.sealed = sealed
+        self.join = join
         self.address = address
         self.transport = transport
         daemon = transport.daemon
-        arq = ARQSession(connectionID: connectionID, configuration: ARQConfiguration(), now: Instant(microseconds: transport.daemon.loop.now))
     }
 
+    /// Opens the relay session and hands it the join; the handshake's response goes out first.
     func start() {
-        session = daemon.driver.open(self, kind: .udp)
+        session = daemon.driver.open(self, kind: .udp, confirmed: false)
+        if let session, let join {
+            self.join = nil
+            daemon.driver.message(join, from: session)
+        }
+        flush()
     }
 
     // MARK: input
@@ -59,23 +64,16 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
     /// One datagram, read in place (valid only during this call).
     func receive(_ datagram: UnsafeRawBufferPointer, from peer: SocketAddress) {
         guard !ended else { return }
-        if peer != address {
-            // Only a datagram the ARQ would accept may move the session.
-            guard let frame = try? FrameCodec.decode(datagram), frame.connectionID == connectionID else {
-                daemon.metrics.errors(kind: "garbage_datagram").increment()
-                return
-            }
-            daemon.logger.info("session moved", ["connection": connectionID, "from": address, "to": peer])
-            address = peer
-            path = PathBudget()
-            held = []
-            path.noteReceived(datagram, frame: frame)
-        } else {
-            path.noteReceived(datagram, frame: nil)
+        let source: PathSource = peer == address ? .current : peer == candidate ? .candidate : .other
+        switch sealed.handleDatagram(datagram, from: source, now: Instant(microseconds: daemon.loop.now)) {
+        case .accepted:
+            break
+        case .newCandidate:
+            candidate = peer
+        case .dropped(let reason):
+            transport.countDropped(reason)
+            return
         }
-        probing = false
-        arq.handleDatagram(datagram, now: Instant(microseconds: daemon.loop.now))
-        releaseHeld()
         flush()
     }
 
@@ -84,7 +82,7 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
     func deliver(_ message: ServerMessage, encoder: inout SharedMessageEncoder) {
         guard !ended else { return }
         do {
-            try arq.send(encoder.encode(message))
+            try sealed.send(encoder.encode(message))
         } catch {
             daemon.metrics.errors(kind: "arq_send").increment()
             terminate(reason: "send failed: \(error)")
@@ -111,15 +109,15 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
         repeat {
             flushAgain = false
             let now = Instant(microseconds: daemon.loop.now)
-            while let datagram = arq.pollTransmit(now: now) { transmit(datagram) }
-            while !ended, let event = arq.pollEvent() { handle(event) }
+            while let out = sealed.pollTransmit(now: now) { transmit(out.bytes, toCandidate: out.toCandidate) }
+            while !ended, let event = sealed.pollEvent() { handle(event) }
         } while flushAgain && !ended
         flushing = false
         guard !ended else { return }
-        if let lingerUntil, arq.isIdle || daemon.loop.now >= lingerUntil {
-            arq.close()
+        if let lingerUntil, sealed.isIdle || daemon.loop.now >= lingerUntil {
+            sealed.close()
             let now = Instant(microseconds: daemon.loop.now)
-            while let datagram = arq.pollTransmit(now: now) { transmit(datagram) }
+            while let out = sealed.pollTransmit(now: now) { transmit(out.bytes, toCandidate: out.toCandidate) }
             terminate(reason: "closed")
             return
         }
@@ -127,10 +125,19 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
         armTimer()
     }
 
-    private func handle(_ event: ARQEvent) {
+    private func handle(_ event: SealedEvent) {
         switch event {
         case .delivered(let message):
             if let session { daemon.driver.message(message, from: session) }
+        case .confirmed:
+            if let session { daemon.driver.confirmed(session) }
+        case .moved:
+            if let candidate {
+                daemon.logger.info("session moved", ["connection": connectionID, "from": address, "to": candidate])
+                address = candidate
+                self.candidate = nil
+                transport.sessionsChanged()
+            }
         case .peerClosed:
             terminate(reason: "device closed the session")
         case .peerUnreachable:
@@ -138,47 +145,18 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
         case .failed(let error):
             daemon.metrics.errors(kind: "arq_failed").increment()
             terminate(reason: "protocol error: \(error)")
-        case .peerReachable:
+        case .peerReachable, .established, .reset, .notice, .learnedKey:
             break
         }
     }
 
-    private func transmit(_ datagram: [UInt8]) {
-        if path.allows(datagram.count) {
-            path.noteSent(datagram)
-            transport.send(datagram, to: address)
-        } else if held.count < NativeDatagramSession.maxHeldDatagrams {
-            daemon.metrics.errors(kind: "amplification_held").increment()
-            held.append(datagram)
-            probe(for: datagram)
-        }
-    }
-
-    /// Asks an unproven address to prove it receives: a minimal ack-eliciting frame carrying
-    /// the held datagram's timestamp. The device acknowledges it at once, echoing that
-    /// timestamp, which validates the address and releases what waits.
-    private func probe(for datagram: [UInt8]) {
-        guard !probing, let timestamp = try? FrameCodec.decode(datagram).timestamp else { return }
-        let probe = FrameCodec.encode(Frame(kind: .data, connectionID: connectionID, timestamp: timestamp, ackNow: true))
-        guard path.allowsProbe(probe.count) else { return }
-        probing = true
-        path.noteSent(probe)
-        transport.send(probe, to: address)
-    }
-
-    private func releaseHeld() {
-        while let first = held.first, path.allows(first.count) {
-            held.removeFirst()
-            path.noteSent(first)
-            transport.send(first, to: address)
-        }
-        // Emptied: the shared empty array (read on every datagram; this session's own empty
-        // buffer was a cache miss each time).
-        if held.isEmpty { held = [] }
+    private func transmit(_ datagram: [UInt8], toCandidate: Bool) {
+        guard let to = toCandidate ? candidate : address else { return }
+        transport.send(datagram, to: to)
     }
 
     private func updateBackpressure() {
-        guard let session else { return }
+        guard let session, let arq = sealed.arq else { return }
         let queued = arq.queuedBytes
         if !blocked && queued > NativeDatagramSession.backpressureHighBytes {
             blocked = true
@@ -191,7 +169,7 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
 
     private func armTimer() {
         guard !ended else { return }
-        var deadline = arq.pollTimeout()?.microseconds
+        var deadline = sealed.pollTimeout()?.microseconds
         if let lingerUntil { deadline = min(deadline ?? lingerUntil, lingerUntil) }
         guard let deadline else {
             if wheelMilliseconds != nil { transport.timers.disarm(self) }
@@ -203,20 +181,17 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
     /// The deadline passed (`SessionTimers`).
     func timerFired() {
         guard !ended else { return }
-        // A retransmission round may probe again (within the budget): a lost probe or a lost
-        // answer to it must not leave the held join answer waiting for the device's next
-        // keepalive, seconds away.
-        probing = false
-        arq.handleTimeout(now: Instant(microseconds: daemon.loop.now))
+        sealed.handleTimeout(now: Instant(microseconds: daemon.loop.now))
         flush()
     }
 
     /// Segments held out of order right now.
-    var outOfOrderSegments: Int { arq.outOfOrderSegments }
+    var outOfOrderSegments: Int { sealed.arq?.outOfOrderSegments ?? 0 }
 
     /// RTT sample and new retransmissions (once a housekeeping round), into series the caller
     /// looked up once for every session.
     func sampleMetrics(rtt: HistogramCell, retransmissions: CounterCell) {
+        guard let arq = sealed.arq else { return }
         let smoothed = arq.smoothedRTT.microseconds
         if smoothed > 0 { rtt.observe(Double(smoothed) / 1_000_000) }
         let sent = arq.retransmissions
@@ -237,41 +212,5 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
             self.session = nil
             daemon.driver.transportClosed(session)
         }
-    }
-}
-
-/// The amplification rule for one address: bytes out never exceed bytes in until the address
-/// echoes the timestamp of a datagram we sent it.
-struct PathBudget {
-    private(set) var validated = false
-    private var received = 0
-    private var sent = 0
-    private var sentTimestamps: [UInt32] = []
-    /// Timestamps of unvalidated sends remembered for the echo check.
-    static let rememberedTimestamps = 64
-
-    /// Probes may use up to this many times the bytes received (RFC 9000's anti-amplification
-    /// factor): the answer to a join often fills the 1:1 budget, and a probe that could not go
-    /// would leave it waiting for the device's next keepalive whenever a datagram is lost.
-    static let probeAmplificationFactor = 3
-
-    func allows(_ size: Int) -> Bool { validated || sent + size <= received }
-
-    func allowsProbe(_ size: Int) -> Bool { validated || sent + size <= received * PathBudget.probeAmplificationFactor }
-
-    mutating func noteReceived(_ datagram: UnsafeRawBufferPointer, frame: Frame?) {
-        received += datagram.count
-        guard !validated, let ack = (frame ?? (try? FrameCodec.decode(datagram)))?.ack else { return }
-        if sentTimestamps.contains(ack.echoedTimestamp) {
-            validated = true
-            sentTimestamps = []
-        }
-    }
-
-    mutating func noteSent(_ datagram: [UInt8]) {
-        sent += datagram.count
-        guard !validated, let frame = try? FrameCodec.decode(datagram) else { return }
-        if sentTimestamps.count == PathBudget.rememberedTimestamps { sentTimestamps.removeFirst() }
-        sentTimestamps.append(frame.timestamp)
     }
 }

@@ -130,15 +130,27 @@ final class RelayDriver {
 
     // MARK: inputs
 
-    /// Registers a new session; the relay learns of it at once.
-    func open(_ transport: RelaySessionTransport, kind: TransportKind) -> SessionID {
+    /// Registers a new session; the relay learns of it at once. A sealed session is opened
+    /// unconfirmed and confirmed when its device proves it holds the keys (`confirmed(_:)`).
+    func open(_ transport: RelaySessionTransport, kind: TransportKind, confirmed: Bool = true) -> SessionID {
         let id = SessionID(nextSession)
         nextSession += 1
         transports[id] = transport
         kinds[id] = kind
-        relay.handleSessionOpened(id, transport: kind, now: now)
+        relay.handleSessionOpened(id, transport: kind, confirmed: confirmed, now: now)
         drain()
         return id
+    }
+
+    func confirmed(_ session: SessionID) {
+        relay.handleSessionConfirmed(session, now: now)
+        drain()
+    }
+
+    /// The token secret changed (SIGHUP): members whose token no longer verifies are ended.
+    func authorizationChanged() {
+        relay.handleAuthorizationChanged(now: now)
+        drain()
     }
 
     func message(_ bytes: [UInt8], from session: SessionID) {
@@ -351,6 +363,13 @@ final class RelayDriver {
             logger.info("member resyncing", ["room": room, "session": session.rawValue, "cursor": cursor])
         case .pendingAckDropped:
             metrics.errors(kind: "pending_ack_dropped").increment()
+        case .forwardConflict(let room, let origin, let originSeq):
+            metrics.errors(kind: "bridge_conflicting_forward").increment()
+            logger.warning("a forwarded batch reuses a number already in the log with other commands: dropped",
+                           ["room": room, "origin": origin, "origin_seq": originSeq])
+        case .tokenEnded(let session, let expired):
+            metrics.errors(kind: expired ? "token_expired" : "token_revoked").increment()
+            logger.notice(expired ? "member's token expired" : "member's token no longer verifies", ["session": session.rawValue])
         case .sessionOpened, .batchAccepted, .batchDuplicate, .snapshotBuilt:
             break
         }

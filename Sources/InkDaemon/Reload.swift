@@ -22,6 +22,7 @@ extension Daemon {
         if !restartOnly.isEmpty {
             logger.warning("reload ignores settings that need a restart", ["settings": restartOnly.joined(separator: ",")])
         }
+        let secretChanged = tokenVerifier != verifier
         tokenVerifier = verifier
         authorizer.verifier = verifier
         logger.level = next.logLevel
@@ -38,6 +39,8 @@ extension Daemon {
         config.roomIdleExpiryMs = next.roomIdleExpiryMs
         store.applyLiveLimits(maxRoomHistoryBytes: next.maxRoomHistoryBytes, idleRoomExpiryMs: next.roomIdleExpiryMs)
         driver.gate.maxRoomHistoryBytes = next.maxRoomHistoryBytes
+        // A session's right ends with its token (docs/protocol.md 8.3).
+        if secretChanged { driver.authorizationChanged() }
         logger.notice("reloaded", ["log_level": next.logLevel, "tokens": verifier == nil ? "open" : "required",
                                    "max_sessions": limits.maxSessions, "new_sessions_per_second": limits.newSessionsPerSecond,
                                    "max_room_history_bytes": next.maxRoomHistoryBytes,

@@ -45,7 +45,10 @@ final class TCPTransport {
     }
 }
 
-/// One native TCP connection: one relay session; the stream's write queue is its backpressure.
+/// One native TCP connection: a sealed stream (docs/protocol.md 4.6) carrying one relay session;
+/// the stream's write queue is its backpressure. Its first message decides: an initiation opens
+/// the session, a key request gets the key, a protocol 1 message gets its refusal; anything
+/// else, or a message that does not open later, closes the connection.
 final class NativeStreamConnection: RelaySessionTransport {
     let connection: TCPConnection
     unowned let daemon: Daemon
@@ -54,6 +57,7 @@ final class NativeStreamConnection: RelaySessionTransport {
     private var remote = "?"
     private var closed = false
     private var session: SessionID?
+    private var sealed: SealedStreamSession?
     private var blocked = false
 
     /// Queued bytes above which the relay is told to hold back (it resumes when the queue drains).
@@ -76,8 +80,6 @@ final class NativeStreamConnection: RelaySessionTransport {
             self.blocked = false
             self.daemon.driver.ready(session)
         }
-        session = daemon.driver.open(self, kind: .tcp)
-        guard !closed else { return }
         do {
             try connection.startReading({ [weak self] bytes in self?.received(bytes) },
                                         onEnd: { [weak self] error in self?.close(reason: error.map { "read failed: \($0)" } ?? "peer closed") })
@@ -101,14 +103,89 @@ final class NativeStreamConnection: RelaySessionTransport {
         }
     }
 
-    /// One session message from the device.
+    /// One stream message from the device.
     private func handle(_ message: [UInt8]) {
-        if let session { daemon.driver.message(message, from: session) }
+        guard let sealed else {
+            first(message)
+            return
+        }
+        do {
+            try sealed.handleMessage(message, now: Instant(microseconds: daemon.loop.now))
+        } catch {
+            daemon.metrics.errors(kind: error == .unauthenticated ? "unauthenticated_packet" : "unexpected_packet").increment()
+            close(reason: "sealed stream: \(error)")
+            return
+        }
+        drainEvents()
     }
 
-    func deliver(_ message: ServerMessage, encoder: inout SharedMessageEncoder) {
+    /// The stream's first message: what kind of peer this is.
+    private func first(_ message: [UInt8]) {
+        if SealedStreamSession.isProtocolOne(firstMessage: message) {
+            daemon.metrics.errors(kind: "protocol1_refused").increment()
+            daemon.logger.notice("refused a protocol 1 (unsealed) native device: it must be updated", ["remote": remote])
+            write(ProtocolOneRefusal.streamBytes)
+            finishAndClose("protocol 1 device refused")
+            return
+        }
+        if SealedStreamSession.isKeyRequest(message) {
+            write(StreamFrameDecoder.frame(SealedStreamSession.keyReply(key: daemon.staticKey.publicKey)))
+            finishAndClose("key request answered")
+            return
+        }
+        daemon.handshakes.perSecond = daemon.config.limits.maxHandshakesPerSecond
+        guard daemon.handshakes.allow(nowMicroseconds: daemon.loop.now) else {
+            daemon.metrics.errors(kind: "handshakes_rate_limited").increment()
+            write(StreamFrameDecoder.frame(SealedStreamSession.notice(.busy, key: daemon.staticKey.publicKey)))
+            finishAndClose("busy")
+            return
+        }
+        let now = Instant(microseconds: daemon.loop.now)
+        switch SealedStreamSession.accept(initiation: message, staticKey: daemon.staticKey, crypto: daemon.crypto, now: now) {
+        case .failure(.keyMismatch):
+            daemon.metrics.handshakes.labels("key_mismatch").increment()
+            write(StreamFrameDecoder.frame(SealedStreamSession.notice(.keyMismatch, key: daemon.staticKey.publicKey)))
+            finishAndClose("the device pinned another daemon key")
+        case .failure:
+            daemon.metrics.handshakes.labels("malformed").increment()
+            daemon.metrics.errors(kind: "bad_frame").increment()
+            close(reason: "the first message is no initiation")
+        case .success(let (stream, join)):
+            guard case .join? = try? SessionMessageCodec.decodeClient(join) else {
+                daemon.metrics.handshakes.labels("not_a_join").increment()
+                close(reason: "the handshake carries no join")
+                return
+            }
+            daemon.metrics.handshakes.labels("accepted").increment()
+            sealed = stream
+            flushSealed()
+            session = daemon.driver.open(self, kind: .tcp, confirmed: false)
+            if let session, !closed { daemon.driver.message(join, from: session) }
+        }
+    }
+
+    private func drainEvents() {
+        guard let sealed else { return }
+        while !closed, let event = sealed.pollEvent() {
+            switch event {
+            case .delivered(let message):
+                if let session { daemon.driver.message(message, from: session) }
+            case .confirmed:
+                if let session { daemon.driver.confirmed(session) }
+            default:
+                break
+            }
+        }
+        flushSealed()
+    }
+
+    private func flushSealed() {
+        guard let sealed else { return }
+        while let m = sealed.pollMessage() { write(StreamFrameDecoder.frame(m)) }
+    }
+
+    private func write(_ bytes: [UInt8]) {
         guard !closed else { return }
-        let bytes = StreamFrameDecoder.frame(encoder.encode(message))
         do {
             let queued = try connection.write(bytes)
             daemon.metrics.bytesSent.labels("tcp").increment(by: UInt64(bytes.count))
@@ -121,12 +198,23 @@ final class NativeStreamConnection: RelaySessionTransport {
         }
     }
 
+    func deliver(_ message: ServerMessage, encoder: inout SharedMessageEncoder) {
+        guard !closed, let sealed else { return }
+        sealed.send(encoder.encode(message), now: Instant(microseconds: daemon.loop.now))
+        flushSealed()
+    }
+
     /// The relay is done with the session: send what is queued (its goodbye), then FIN.
     func relayClosed(_ reason: GoingAwayReason) {
         session = nil
         guard !closed else { return }
+        finishAndClose("session closed: \(reason)")
+    }
+
+    /// Writes what is queued, half-closes, then closes.
+    private func finishAndClose(_ reason: String) {
         connection.stopReading()
-        connection.shutdown { [weak self] _ in self?.close(reason: "session closed: \(reason)") }
+        connection.shutdown { [weak self] _ in self?.close(reason: reason) }
     }
 
     func close(reason: String) {

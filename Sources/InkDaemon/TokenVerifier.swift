@@ -66,7 +66,7 @@ public enum TokenRefusal: Error, Sendable, Equatable, CustomStringConvertible {
 /// Token text: `iw1.` + base64url(claims) + `.` + base64url(HMAC-SHA256(secret, "iw1." +
 /// base64url(claims))), no padding; claims are `room \n user \n role \n expiry` in UTF-8, expiry
 /// in unix seconds. The MAC is compared in constant time (CRYPTO_memcmp).
-public struct TokenVerifier: Sendable {
+public struct TokenVerifier: Sendable, Equatable {
     /// Shortest secret accepted (128 bits).
     public static let minimumSecretBytes = 16
     /// Longest secret file read.

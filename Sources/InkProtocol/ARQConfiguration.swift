@@ -1,7 +1,8 @@
 /// Tunables of one ARQ session. Defaults suit a classroom Wi-Fi LAN and the sparse, small
 /// batches of live drawing; every bound is named so memory stays bounded.
 public struct ARQConfiguration: Sendable {
-    /// Largest datagram this end sends (bytes, at most `FrameCodec.maxFrameBytes`).
+    /// Largest frame this end sends (bytes, at most `FrameCodec.maxFrameBytes`); sealed, its
+    /// datagram is `PacketCodec.transportOverhead` (29) bytes more.
     public var maxDatagramSize = 1200
     /// Largest message `send` accepts; longer history is sent in several messages.
     public var maxMessageSize = 1 << 20
@@ -49,13 +50,6 @@ public struct ARQConfiguration: Sendable {
     /// loss rarely takes both copies, short enough to beat the next batch.
     public var minRedundancyDelay = Instant.Duration.milliseconds(5)
     public var maxRedundancyDelay = Instant.Duration.milliseconds(30)
-    /// Keep proving this end's address: until the peer acknowledges a datagram of ours that
-    /// echoed one of its timestamps, ping at the probe timeout even with nothing in flight
-    /// (RFC 9002 6.2.2.1's anti-deadlock rule). A relay sends an unproven address no more than
-    /// it received (docs/protocol.md 8.1); when a device's only echo (an ack) is lost, the
-    /// relay's answer and everything after it otherwise wait for the device's next keepalive,
-    /// 5 s. Devices set it (`ClientConfiguration.arq` does); the relay has nothing to prove.
-    public var provesAddress = false
     /// Send an ack-eliciting ping after this long without sending one.
     public var keepaliveInterval = Instant.Duration.milliseconds(5000)
     /// Report `.peerUnreachable` after this long without hearing from a peer we await.
@@ -67,8 +61,9 @@ public struct ARQConfiguration: Sendable {
 
     public init() {}
 
-    /// Bytes reserved in every datagram for the header, the ack block with up to
-    /// `maxAckRangesSent` ranges, extensions and one segment header.
+    /// Bytes reserved in every frame for its header, the ack block with up to
+    /// `maxAckRangesSent` ranges, extensions and one segment header (sized generously: it was
+    /// set when frames also held a connection id and a checksum).
     static let headerReserve = 2 + 10 + 4 + (5 + 4 + 5 + 5 + 1 + ARQSession.maxAckRangesSent * 10) + 16 + 8 + 4
 
     /// Payload bytes per segment: a full segment always fits one datagram.
@@ -104,7 +99,6 @@ public struct ARQStats: Equatable, Sendable {
     public var datagramsReceived = 0
     public var bytesReceived = 0
     public var malformedDatagrams = 0
-    public var foreignDatagrams = 0
     public var messagesSent = 0
     public var messagesDelivered = 0
     /// Segments sent for the first time.

@@ -6,8 +6,9 @@
 /// or twice is harmless); after any `handle…`, `send` or `pollEvent`, drain `pollTransmit`
 /// until it returns nil, drain `pollEvent`, then re-arm the timer from `pollTimeout`.
 ///
-/// Both ends are created with the same connection id; there is no handshake, the first
-/// datagram already carries data.
+/// It sees plaintext frames only: over the network, `SealedDatagramSession` opens each packet,
+/// decodes its frame once and hands it to `handleFrame`, and seals what `pollTransmit` builds.
+/// `handleDatagram` takes a frame's bytes directly (the simulator's unsealed runs, tests).
 public final class ARQSession: DatagramEndpoint {
     /// Selective-ack ranges the header reserve counts on: the `lowestAckRangesSent` lowest
     /// (nearest the gap, where retransmissions land) and the newest for the rest. A frame with
@@ -43,7 +44,6 @@ public final class ARQSession: DatagramEndpoint {
     /// one probe round in five fails. Two fail together about one round in thirty.
     public static let probeDatagramsPerTimeout = 2
 
-    public let connectionID: UInt64
     public let configuration: ARQConfiguration
 
     // Send side.
@@ -68,10 +68,9 @@ public final class ARQSession: DatagramEndpoint {
     private var probesOwed = 0
     private var lastAckElicitingSentAt: Instant
     private var lastKeepaliveAt: Instant?
-    /// Our first datagram that echoed a peer timestamp (carried an ack block), and whether the
-    /// peer has echoed that one or a later one back: then it knows we receive at this address.
-    private var firstEchoingDatagram: UInt64?
-    private var addressProven = false
+    /// Ping at the probe timeout even with nothing in flight, while the path layer says this
+    /// end has not yet proved its address to the peer (`PathValidator`, docs/protocol.md 8.1).
+    public var needsProof = false
 
     // Sent datagram history: datagram i at slot i % history.
     private var datagramCount: UInt64 = 0
@@ -112,13 +111,12 @@ public final class ARQSession: DatagramEndpoint {
 
     private var counters = ARQStats()
 
-    public init(connectionID: UInt64, configuration: ARQConfiguration = .init(), now: Instant) {
+    public init(configuration: ARQConfiguration = .init(), now: Instant) {
         var config = configuration
         config.maxDatagramSize = min(max(config.maxDatagramSize, ARQConfiguration.headerReserve + 16), FrameCodec.maxFrameBytes)
         config.sendWindow = min(max(config.sendWindow, 1), 1 << 20)
         config.receiveWindow = min(max(config.receiveWindow, 1), 1 << 20)
         config.maxPendingReceiveBytes = max(config.maxPendingReceiveBytes, config.maxMessageSize + 2 * config.maxSegmentPayload)
-        self.connectionID = connectionID
         self.configuration = config
         self.ledger = SentLedger(base: config.initialSequence)
         self.congestion = CongestionController(segmentSize: config.maxSegmentPayload)
@@ -207,28 +205,41 @@ public final class ARQSession: DatagramEndpoint {
     /// True when everything sent has been acknowledged and nothing is queued.
     public var isIdle: Bool { ledger.isEmpty && queue.isEmpty }
 
+    /// The timestamp of the last datagram `pollTransmit` or `pollProbe` built (it names that
+    /// datagram in the peer's echo: path validation).
+    public var newestSentTimestamp: UInt32 { lastTimestamp }
+
+    /// Sends an ACK_NOW ping with the next `pollTransmit` (a device confirming its handshake).
+    public func requestPing() {
+        guard !failed, !closed else { return }
+        probePending = true
+    }
+
     // MARK: DatagramEndpoint
 
     public func handleDatagram(_ datagram: [UInt8], now: Instant) {
         datagram.withUnsafeBytes { handleDatagram($0, now: now) }
     }
 
-    /// `handleDatagram` of borrowed memory (a received datagram in the socket's buffer):
-    /// nothing is copied but the segment payloads kept for delivery, so a datagram of
-    /// acknowledgements alone allocates nothing.
+    /// `handleDatagram` of borrowed memory (a frame's bytes): nothing is copied but the segment
+    /// payloads kept for delivery, so a frame of acknowledgements alone allocates nothing.
     public func handleDatagram(_ datagram: UnsafeRawBufferPointer, now: Instant) {
-        counters.datagramsReceived += 1
-        counters.bytesReceived += datagram.count
-        guard !failed, !closed else { return }
         let frame: Frame
         do { frame = try FrameCodec.decode(datagram) } catch {
+            counters.datagramsReceived += 1
+            counters.bytesReceived += datagram.count
             counters.malformedDatagrams += 1
             return
         }
-        guard frame.connectionID == connectionID else {
-            counters.foreignDatagrams += 1
-            return
-        }
+        handleFrame(frame, datagramBytes: datagram.count, now: now)
+    }
+
+    /// One frame, already decoded (and authenticated) by the layer below; `datagramBytes` is
+    /// what the datagram weighed on the wire (statistics, the immediate-ack threshold).
+    public func handleFrame(_ frame: Frame, datagramBytes: Int, now: Instant) {
+        counters.datagramsReceived += 1
+        counters.bytesReceived += datagramBytes
+        guard !failed, !closed else { return }
         lastReceivedAt = now
         if reportedUnreachable {
             reportedUnreachable = false
@@ -263,7 +274,7 @@ public final class ARQSession: DatagramEndpoint {
         if frame.isAckEliciting {
             if !ackPending { ackDeadline = now + configuration.maxAckDelay }
             ackPending = true
-            unackedElicitingBytes += datagram.count
+            unackedElicitingBytes += datagramBytes
             if frame.ackNow || unackedElicitingBytes >= configuration.immediateAckBytes { ackImmediately = true }
         }
     }
@@ -303,12 +314,16 @@ public final class ARQSession: DatagramEndpoint {
         return next
     }
 
-    public func pollTransmit(now: Instant) -> [UInt8]? {
+    public func pollTransmit(now: Instant) -> [UInt8]? { pollTransmit(now: now, headroom: 0, tailroom: 0) }
+
+    /// `pollTransmit` into a buffer with `headroom` bytes reserved in front of the frame and
+    /// capacity for `tailroom` more behind it (a sealer's header and tag).
+    public func pollTransmit(now: Instant, headroom: Int, tailroom: Int) -> [UInt8]? {
         guard !failed, !closed else { return nil }
         if closePending {
             closePending = false
             closed = true
-            return emit(Frame(kind: .close, connectionID: connectionID, timestamp: nextTimestamp(now)), now: now)
+            return emit(Frame(kind: .close, timestamp: nextTimestamp(now)), now: now, headroom: headroom, tailroom: tailroom)
         }
         // Nothing to retransmit, queue, probe or acknowledge: no frame (the last call of every
         // drain; building and encoding a frame only to drop it cost the daemon per datagram).
@@ -321,14 +336,25 @@ public final class ARQSession: DatagramEndpoint {
         // allocation and release for every datagram sent.
         return withUnsafeTemporaryAllocation(of: Int32.self, capacity: FrameCodec.maxSegmentsPerFrame) { buffer in
             var chosen = ChosenSegments(buffer)
-            return transmitFrame(now: now, ackDue: ackDue, isProbe: isProbe, chosen: &chosen)
+            return transmitFrame(now: now, ackDue: ackDue, isProbe: isProbe, chosen: &chosen, headroom: headroom, tailroom: tailroom)
         }
+    }
+
+    /// A bare ACK_NOW ping built now, whatever else is due (it goes to another path: the path
+    /// layer probes a candidate address with it and watches for the echo of its timestamp).
+    public func pollProbe(now: Instant, headroom: Int = 0, tailroom: Int = 0) -> [UInt8]? {
+        guard !failed, !closed else { return nil }
+        counters.probesSent += 1
+        let frame = Frame(timestamp: nextTimestamp(now), ackNow: true)
+        lastAckElicitingSentAt = now
+        return emit(frame, now: now, headroom: headroom, tailroom: tailroom)
     }
 
     /// The body of `pollTransmit` once something may go: builds the frame and emits it, or
     /// returns nil when there is nothing to send after all.
-    private func transmitFrame(now: Instant, ackDue: Bool, isProbe: Bool, chosen: inout ChosenSegments) -> [UInt8]? {
-        var frame = Frame(connectionID: connectionID, timestamp: 0)
+    private func transmitFrame(now: Instant, ackDue: Bool, isProbe: Bool, chosen: inout ChosenSegments,
+                               headroom: Int, tailroom: Int) -> [UInt8]? {
+        var frame = Frame(timestamp: 0)
         if hasReceived { frame.ack = makeAck(now: now) }
         if !peerHasOurAckDelay {
             var v = ByteWriter()
@@ -423,7 +449,7 @@ public final class ARQSession: DatagramEndpoint {
             wide.ack?.ranges = ackRanges(limit: FrameCodec.maxAckRanges)
             if FrameCodec.encodedSize(of: wide) <= configuration.maxDatagramSize { frame = wide }
         }
-        return emit(frame, now: now)
+        return emit(frame, now: now, headroom: headroom, tailroom: tailroom)
     }
 
     // MARK: Sending helpers
@@ -434,17 +460,16 @@ public final class ARQSession: DatagramEndpoint {
         return ts
     }
 
-    private func emit(_ frame: Frame, now: Instant) -> [UInt8] {
-        let bytes = FrameCodec.encode(frame)
+    private func emit(_ frame: Frame, now: Instant, headroom: Int, tailroom: Int) -> [UInt8] {
+        let bytes = FrameCodec.encode(frame, headroom: headroom, tailroom: tailroom)
         let slot = Int(datagramCount % UInt64(ARQSession.sentDatagramHistory))
         newestSent = SentDatagram(timestamp: frame.timestamp, elicits: frame.isAckEliciting, at: now)
         sentDatagrams[slot] = newestSent
         lastTimestamp = frame.timestamp
         datagramCount += 1
         counters.datagramsSent += 1
-        counters.bytesSent += bytes.count
+        counters.bytesSent += bytes.count - headroom
         if let ack = frame.ack {
-            if firstEchoingDatagram == nil { firstEchoingDatagram = datagramCount - 1 }
             lastAdvertisedWindow = ack.window
             ackPending = false
             ackImmediately = false
@@ -539,7 +564,6 @@ public final class ARQSession: DatagramEndpoint {
            largestAckedDatagram.map({ sent.index > $0 }) ?? true {
             sampleLoss(previous: largestAckedDatagram, echoed: sent.index, echoedAt: sent.at)
             largestAckedDatagram = sent.index
-            if let f = firstEchoingDatagram, sent.index >= f { addressProven = true }
             markAcknowledged(datagram: sent.index)
             if sent.index >= redundancyDatagram { redundancyAt = nil }
             newLargest = true
@@ -666,7 +690,7 @@ public final class ARQSession: DatagramEndpoint {
     /// The probe timeout: RTO plus the peer's ack delay, doubled per unanswered probe, capped.
     private func probeDeadline() -> Instant? {
         let blocked = ledger.isEmpty && !queue.isEmpty
-        let proving = configuration.provesAddress && hasReceived && !addressProven
+        let proving = needsProof
         guard (!ledger.isEmpty && pendingRetransmits < ledger.count) || blocked || proving else { return nil }
         let base = rtt.retransmissionTimeout(floor: configuration.minRTO, ceiling: configuration.maxRTO) + peerMaxAckDelay
         let backedOff = base.microseconds << UInt64(min(ptoCount, 16))

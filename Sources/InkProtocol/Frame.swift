@@ -1,8 +1,7 @@
-/// One native-transport datagram, decoded. See docs/protocol.md section 4 for the byte layout.
+/// One frame of an ARQ session, decoded: what a sealed transport packet carries (the packet's
+/// header holds the connection id; docs/protocol.md 4.7 for the byte layout).
 public struct Frame: Equatable, Sendable {
     public var kind: FrameKind
-    /// Chosen by the daemon when the session starts; survives a change of the device's address.
-    public var connectionID: UInt64
     /// Sender's clock in microseconds, truncated to 32 bits, strictly increasing per datagram:
     /// it names this datagram in the peer's echo.
     public var timestamp: UInt32
@@ -13,10 +12,9 @@ public struct Frame: Equatable, Sendable {
     /// Ascending sequence numbers, at most `FrameCodec.maxSegmentsPerFrame`.
     public var segments: [Segment]
 
-    public init(kind: FrameKind = .data, connectionID: UInt64, timestamp: UInt32, ackNow: Bool = false,
+    public init(kind: FrameKind = .data, timestamp: UInt32, ackNow: Bool = false,
                 ack: AckBlock? = nil, extensions: [FrameExtension] = [], segments: [Segment] = []) {
         self.kind = kind
-        self.connectionID = connectionID
         self.timestamp = timestamp
         self.ackNow = ackNow
         self.ack = ack
@@ -100,13 +98,10 @@ public struct FrameExtension: Equatable, Sendable {
     public static let maxAckDelayType: UInt64 = 1
 }
 
-/// Why a datagram is not a valid frame. Decoding never traps.
+/// Why bytes are not a valid frame. Decoding never traps.
 public enum FrameError: Error, Equatable, Sendable {
     case truncated
     case tooLarge(Int)
-    case badChecksum
-    case unsupportedVersion(UInt8)
-    case unknownKind(UInt8)
     case varintOverflow
     case nonMinimalVarint
     case ackRangesWithoutAck
@@ -118,4 +113,6 @@ public enum FrameError: Error, Equatable, Sendable {
     case tooManySegments
     case nonIncreasingSegment
     case segmentTooLarge(Int)
+    /// A close frame carries nothing after its timestamp.
+    case closeWithBody
 }

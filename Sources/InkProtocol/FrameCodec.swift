@@ -1,12 +1,11 @@
-/// Encodes and decodes `Frame`s (docs/protocol.md section 4). Big-endian fixed integers,
-/// LEB128 varints, CRC-32C trailer over everything before it.
+/// Encodes and decodes `Frame`s (docs/protocol.md 4.7): what a sealed transport packet
+/// carries. Big-endian fixed integers, LEB128 varints; no checksum and no connection id (the
+/// packet's tag and header have them).
 public enum FrameCodec {
-    /// Wire version in the high nibble of byte 0.
-    public static let version: UInt8 = 1
-    /// Largest datagram accepted or produced: an Ethernet-sized UDP payload.
-    public static let maxFrameBytes = 1472
-    /// Smallest valid frame: type byte, flags, 1-byte connection id, timestamp, CRC.
-    public static let minFrameBytes = 11
+    /// Largest frame accepted or produced: a sealed packet of it is `PacketCodec.maxDatagramBytes`.
+    public static let maxFrameBytes = 1443
+    /// Smallest valid frame: flags and timestamp.
+    public static let minFrameBytes = 5
     /// Most selective-ack ranges one frame may carry.
     public static let maxAckRanges = 32
     /// Most segments one frame may carry.
@@ -20,7 +19,7 @@ public enum FrameCodec {
     static let flagAckRanges: UInt8 = 0x02
     static let flagExtensions: UInt8 = 0x04
     static let flagAckNow: UInt8 = 0x08
-    static let checksumBytes = 4
+    static let flagClose: UInt8 = 0x10
 
     /// Worst-case bytes a segment of `payloadCount` bytes adds to a frame.
     public static func segmentOverhead(payloadCount: Int) -> Int {
@@ -29,7 +28,7 @@ public enum FrameCodec {
 
     /// `encode(frame).count`, without building the bytes (a sender sizing a datagram).
     public static func encodedSize(of frame: Frame) -> Int {
-        var n = 2 + ByteWriter.varintSize(frame.connectionID) + 4
+        var n = 1 + 4
         if let ack = frame.ack {
             n += ByteWriter.varintSize(UInt64(ack.cumulative.rawValue)) + 4
             n += ByteWriter.varintSize(UInt64(ack.ackDelay)) + ByteWriter.varintSize(UInt64(ack.window))
@@ -58,19 +57,23 @@ public enum FrameCodec {
             previous = s.sequence
             n += ByteWriter.varintSize(UInt64(s.payload.count) << 1 | (s.endOfMessage ? 1 : 0)) + s.payload.count
         }
-        return n + checksumBytes
+        return n
     }
 
-    public static func encode(_ frame: Frame) -> [UInt8] {
-        var w = ByteWriter(capacity: 64 + frame.segments.reduce(0) { $0 + $1.payload.count + 4 })
-        w.writeU8(version << 4 | frame.kind.rawValue)
+    public static func encode(_ frame: Frame) -> [UInt8] { encode(frame, headroom: 0, tailroom: 0) }
+
+    /// The frame's bytes after `headroom` zero bytes, with capacity for `tailroom` more: a
+    /// sealer writes its header in front and its tag behind without copying the frame.
+    public static func encode(_ frame: Frame, headroom: Int, tailroom: Int) -> [UInt8] {
+        var w = ByteWriter(capacity: headroom + tailroom + 64 + frame.segments.reduce(0) { $0 + $1.payload.count + 4 })
+        if headroom > 0 { w.bytes.append(contentsOf: repeatElement(0, count: headroom)) }
         var flags: UInt8 = 0
+        if frame.kind == .close { flags |= flagClose }
         if frame.ack != nil { flags |= flagAck }
         if let ack = frame.ack, !ack.ranges.isEmpty { flags |= flagAckRanges }
         if !frame.extensions.isEmpty { flags |= flagExtensions }
         if frame.ackNow { flags |= flagAckNow }
         w.writeU8(flags)
-        w.writeVarint(frame.connectionID)
         w.writeU32(frame.timestamp)
         if let ack = frame.ack {
             w.writeVarint(UInt64(ack.cumulative.rawValue))
@@ -109,22 +112,7 @@ public enum FrameCodec {
             w.writeVarint(UInt64(s.payload.count) << 1 | (s.endOfMessage ? 1 : 0))
             w.writeBytes(s.payload)
         }
-        let crc = CRC32C.checksum(w.bytes)
-        w.writeU32(crc)
         return w.bytes
-    }
-
-    /// Cheap peek used to route a datagram to its session before a full decode.
-    public static func connectionID(of datagram: [UInt8]) -> UInt64? {
-        datagram.withUnsafeBytes { connectionID(of: $0) }
-    }
-
-    /// `connectionID(of:)` of borrowed memory (a received datagram), without copying it.
-    public static func connectionID(of datagram: UnsafeRawBufferPointer) -> UInt64? {
-        guard datagram.count >= minFrameBytes, datagram.count <= maxFrameBytes else { return nil }
-        var r = ByteReader(datagram, end: datagram.count - checksumBytes)
-        r.index = 2
-        return try? r.readVarint()
     }
 
     public static func decode(_ datagram: [UInt8]) throws(FrameError) -> Frame {
@@ -134,27 +122,21 @@ public enum FrameCodec {
         return try result.get()
     }
 
-    /// Decodes borrowed memory (a received datagram in the socket's buffer) without copying
-    /// it: a frame of acknowledgements alone allocates nothing; only segment payloads and
-    /// extension values (which outlive the call) are copied out.
+    /// Decodes borrowed memory (an opened packet's plaintext) without copying it: a frame of
+    /// acknowledgements alone allocates nothing; only segment payloads and extension values
+    /// (which outlive the call) are copied out.
     public static func decode(_ datagram: UnsafeRawBufferPointer) throws(FrameError) -> Frame {
         guard datagram.count <= maxFrameBytes else { throw .tooLarge(datagram.count) }
         guard datagram.count >= minFrameBytes else { throw .truncated }
-        let bodyEnd = datagram.count - checksumBytes
         var r = ByteReader(datagram, end: datagram.count)
-        r.index = bodyEnd
-        let stored = try r.readU32()
-        guard CRC32C.checksum(UnsafeRawBufferPointer(rebasing: datagram[0..<bodyEnd])) == stored else { throw .badChecksum }
-
-        r = ByteReader(datagram, end: bodyEnd)
-        let typeByte = try r.readU8()
-        guard typeByte >> 4 == version else { throw .unsupportedVersion(typeByte >> 4) }
-        guard let kind = FrameKind(rawValue: typeByte & 0x0F) else { throw .unknownKind(typeByte & 0x0F) }
+        // Bits 5...7 are reserved: senders write zero, receivers ignore them.
         let flags = try r.readU8()
-        // Bits 4...7 are reserved: senders write zero, receivers ignore them.
-        let connectionID = try r.readVarint()
         let timestamp = try r.readU32()
-        var frame = Frame(kind: kind, connectionID: connectionID, timestamp: timestamp, ackNow: flags & flagAckNow != 0)
+        if flags & flagClose != 0 {
+            guard flags & 0x0F == 0, r.remaining == 0 else { throw .closeWithBody }
+            return Frame(kind: .close, timestamp: timestamp)
+        }
+        var frame = Frame(kind: .data, timestamp: timestamp, ackNow: flags & flagAckNow != 0)
 
         if flags & flagAck != 0 {
             let cumulative = SequenceNumber(try r.readVarint32())

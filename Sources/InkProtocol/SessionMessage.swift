@@ -91,6 +91,8 @@ public enum JoinRefusal: UInt16, Hashable, Sendable {
     case invalidName = 7
     case alreadyJoined = 8
     case shuttingDown = 9
+    /// The device speaks an older protocol (protocol 1: unsealed); it must be updated.
+    case unsupportedVersion = 10
 }
 
 /// Error codes sent to one session. Raw values are the wire values.
@@ -118,6 +120,12 @@ public enum SessionErrorCode: UInt16, Hashable, Sendable {
     /// The daemon cannot store the batch now (full disk, storage failing and its backlog full);
     /// the batch was not relayed. Passing: send it again later.
     case storageUnavailable = 10
+    /// `originSeq` skipped numbers: the daemon expects the next one after the last it took or
+    /// refused from this origin (docs/protocol.md 5a). Not appended.
+    case originSeqGap = 11
+    /// `originSeq` was used before by another batch, or by one the daemon cannot find any more:
+    /// this batch is not in the log and will not be. Not appended.
+    case originSeqReused = 12
 }
 
 /// Why the daemon ends a session. Raw values are the wire values.
@@ -129,6 +137,10 @@ public enum GoingAwayReason: UInt16, Hashable, Sendable {
     case replaced = 3
     case idle = 4
     case tooManyErrors = 5
+    /// The member's join token expired: join again with a new token.
+    case tokenExpired = 6
+    /// The daemon's token secret changed and the member's token no longer verifies.
+    case tokenRevoked = 7
 }
 
 /// How a sync starts.

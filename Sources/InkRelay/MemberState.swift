@@ -37,6 +37,10 @@ struct SyncProgress {
 struct SessionState {
     let id: SessionID
     let transport: TransportKind
+    /// The device proved it holds the session's keys (docs/protocol.md 8.1): only then may its
+    /// join replace another session of the same device. Sessions without a handshake (legacy,
+    /// tests) are confirmed from the start.
+    var confirmed: Bool
     var errors = 0
     var member: MemberState?
 }
@@ -58,6 +62,10 @@ final class MemberState {
     var outbound = BinaryCodecState()
     /// Codec state of the device -> daemon direction for `batch` payloads.
     var inbound = BinaryCodecState()
+
+    /// The join as the device sent it (its token is checked again when the daemon's secret
+    /// changes).
+    var request: JoinRequest?
 
     init(room: String, user: String, author: AuthorID, role: MemberRole, origin: UInt64, cursor: UInt64) {
         self.room = room

@@ -19,6 +19,11 @@ import InkProtocol
 ///    a room sequence number (after `.append` outputs; group commit may cover many).
 /// 6. `handleSessionClosed(id, now:)` when the transport ends (peer gone, timeout).
 /// 7. `handleTimeout(now:)` when `pollTimeout()` passes (early or twice is harmless).
+/// 8. `handleSessionConfirmed(id, now:)` when a sealed session's device proved it holds the
+///    keys (sessions opened `confirmed: false`): a join replaces another session of the same
+///    device only once its own session is confirmed, and an unconfirmed session is closed at
+///    the join timeout (a replayed handshake never confirms).
+/// 9. `handleAuthorizationChanged(now:)` when the authorizer's secret changed (SIGHUP).
 /// After every input: drain `pollOutput()` until nil, acting on each output in order, then
 /// re-arm the timer from `pollTimeout()`. `handleShutdown(now:)` says goodbye to everyone.
 ///
@@ -74,8 +79,10 @@ public final class Relay {
 
     var rooms: [String: RoomState] = [:]
     var sessions: [SessionID: SessionState] = [:]
-    /// Sessions not yet joined, and when they must have (only these have a timer).
+    /// Sessions not yet joined and confirmed, and when they must be (only these have a timer).
     var joinDeadlines: [SessionID: Instant] = [:]
+    /// Members with a token, and when it expires.
+    var tokenExpiries: [SessionID: Instant] = [:]
     private var outputs: [RelayOutput] = []
     private var outputStart = 0
     /// Batches of following rooms waiting for the bridge (`pollForward`).
@@ -100,10 +107,12 @@ public final class Relay {
         return o
     }
 
-    /// The earliest instant `handleTimeout` has work (a session that must have joined by then).
+    /// The earliest instant `handleTimeout` has work (a session that must have joined by then,
+    /// a token that expires then).
     public func pollTimeout() -> Instant? {
         var earliest: Instant?
         for d in joinDeadlines.values where earliest == nil || d < earliest! { earliest = d }
+        for d in tokenExpiries.values where earliest == nil || d < earliest! { earliest = d }
         return earliest
     }
 
@@ -137,14 +146,14 @@ public final class Relay {
 
     // MARK: inputs
 
-    public func handleSessionOpened(_ session: SessionID, transport: TransportKind, now: Instant) {
+    public func handleSessionOpened(_ session: SessionID, transport: TransportKind, confirmed: Bool = true, now: Instant) {
         guard sessions[session] == nil else { return }
         guard sessions.count < limits.maxSessions else {
             send(session, .goingAway(.other, text: "too many sessions"))
             emit(.close(session, .other))
             return
         }
-        sessions[session] = SessionState(id: session, transport: transport)
+        sessions[session] = SessionState(id: session, transport: transport, confirmed: confirmed)
         joinDeadlines[session] = now + limits.joinTimeout
         event(.sessionOpened(session, transport))
     }
@@ -183,6 +192,50 @@ public final class Relay {
         removeSession(session)
     }
 
+    /// The device of `session` proved it holds the session's keys: its join (now or later) may
+    /// replace an older session of the same device.
+    public func handleSessionConfirmed(_ session: SessionID, now: Instant) {
+        guard sessions[session] != nil, !sessions[session]!.confirmed else { return }
+        sessions[session]!.confirmed = true
+        guard let m = sessions[session]!.member else { return }
+        joinDeadlines[session] = nil
+        replaceOlderSessions(of: m.origin, in: m.room, keeping: session)
+    }
+
+    /// Closes the other sessions of `origin` in `room` (the device reconnected).
+    func replaceOlderSessions(of origin: UInt64, in name: String, keeping session: SessionID) {
+        guard let room = rooms[name] else { return }
+        for old in room.sessions where old != session && sessions[old]?.member?.origin == origin {
+            closeSession(old, .replaced, text: "replaced by a new session of this device")
+        }
+    }
+
+    /// The authorizer's secret changed: every joined member's token is checked again; one that
+    /// no longer passes ends its session (`tokenRevoked`). Legacy members carry no token.
+    public func handleAuthorizationChanged(now: Instant) {
+        for s in sessions.keys.sorted() {
+            guard let state = sessions[s], state.transport != .legacy, let m = state.member, let request = m.request else { continue }
+            switch authorizer.authorize(request, now: now) {
+            case .open:
+                tokenExpiries[s] = nil
+            case .verified(let claims) where claims.room == request.room && claims.user == request.user && request.role >= claims.role:
+                noteTokenExpiry(s, claims: claims, now: now)
+            case .verified:
+                event(.tokenEnded(session: s, expired: false))
+                closeSession(s, .tokenRevoked, text: "the daemon's token secret changed: the token is for another room, user or role")
+            case .refused(_, let text):
+                event(.tokenEnded(session: s, expired: false))
+                closeSession(s, .tokenRevoked, text: "the daemon's token secret changed: \(text)")
+            }
+        }
+    }
+
+    func noteTokenExpiry(_ session: SessionID, claims: TokenClaims, now: Instant) {
+        let wallNow = wallMs(now)
+        let left = claims.expiresAtMs > wallNow ? claims.expiresAtMs - wallNow : 0
+        tokenExpiries[session] = now + .milliseconds(left)
+    }
+
     /// The transport's send queue of `session` is full: send it nothing more until `handleReady`.
     public func handleBackpressure(_ session: SessionID, now: Instant) {
         sessions[session]?.member?.blocked = true
@@ -205,15 +258,22 @@ public final class Relay {
         // One ack per batch, in room order, so a device learns where each of its batches landed
         // (it folds them there); an ack also covers earlier batches of its origin.
         for a in acks {
-            guard let s = room.sessions.first(where: { sessions[$0]?.member?.origin == a.origin }) else { continue }
+            // To the device's confirmed session: an unconfirmed one may be a replayed handshake.
+            guard let s = room.sessions.first(where: { sessions[$0]?.member?.origin == a.origin && sessions[$0]?.confirmed == true }) else { continue }
             send(s, .batchAck(originSeq: a.originSeq, roomSeq: a.roomSeq))
         }
     }
 
-    /// Closes sessions that did not join in time.
+    /// Closes sessions that did not join (or were not confirmed) in time, and those whose token
+    /// expired.
     public func handleTimeout(now: Instant) {
         let late = joinDeadlines.filter { $0.value <= now }.map(\.key).sorted()
         for s in late { closeSession(s, .idle, text: "no join within \(limits.joinTimeout.microseconds / 1000) ms") }
+        let expired = tokenExpiries.filter { $0.value <= now }.map(\.key).sorted()
+        for s in expired {
+            event(.tokenEnded(session: s, expired: true))
+            closeSession(s, .tokenExpired, text: "the join token expired; join again with a new token")
+        }
     }
 
     /// Says goodbye to every session (daemon stopping).
@@ -244,6 +304,7 @@ public final class Relay {
     func removeSession(_ session: SessionID) {
         guard let state = sessions.removeValue(forKey: session) else { return }
         joinDeadlines[session] = nil
+        tokenExpiries[session] = nil
         event(.sessionClosed(session))
         guard let m = state.member, let room = rooms[m.room] else { return }
         room.sessions.removeAll { $0 == session }

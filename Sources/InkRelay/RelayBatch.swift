@@ -29,17 +29,33 @@ extension Relay {
             return
         }
         let room = rooms[m.room]!
-        if let seen = room.origins[m.origin], originSeq <= seen.lastOriginSeq {
+        switch originCheck(room: room, origin: m.origin, originSeq: originSeq, commands: decoded.commands) {
+        case .next:
+            break
+        case .gap(let expected):
+            event(.batchRefused(session: session, .originSeqGap))
+            refuse(session, .originSeqGap, originSeq: originSeq, text: "originSeq \(originSeq) skips ahead: expected \(expected)")
+            return
+        case .inLog(let roomSeq):
             event(.batchDuplicate(room: m.room, origin: m.origin, originSeq: originSeq))
-            // Name where this very batch landed when the tail still has it, so the device can
-            // place it; else the producer's latest (acks cover earlier batches).
-            let landed = room.tail.find(origin: m.origin, originSeq: originSeq).map { ($0, originSeq) }
-                ?? (seen.lastRoomSeq, seen.lastOriginSeq)
-            if landed.0 <= room.durable {
-                send(session, .batchAck(originSeq: landed.1, roomSeq: landed.0))
+            // Acknowledged once durable: now, or by the pending ack of its first copy.
+            if roomSeq <= room.durable { send(session, .batchAck(originSeq: originSeq, roomSeq: roomSeq)) }
+            return
+        case .notInLog(let why):
+            // A following room's batch may still be on its way to the home daemon: send it again
+            // (the home keeps one copy); the ack comes once its record is durable here.
+            if room.follows, why == .notFound {
+                forwardAgain(decoded, room: room, member: m, originSeq: originSeq)
+                return
             }
+            event(.batchRefused(session: session, .originSeqReused))
+            refuse(session, .originSeqReused, originSeq: originSeq, text: why == .otherContent
+                   ? "originSeq \(originSeq) already names another batch of this device"
+                   : "originSeq \(originSeq) is not in the room's recent log (refused before, or too old to check)")
             return
         }
+        // From here the number is used, whether the batch is taken or refused.
+        room.noteProcessed(m.origin, originSeq: originSeq, limit: limits.maxOriginsPerRoom)
         if let refusal = permissionRefusal(decoded, role: m.role, board: room.board) {
             event(.batchRefused(session: session, refusal.0))
             refuse(session, refusal.0, originSeq: originSeq, text: refusal.1)
@@ -63,6 +79,49 @@ extension Relay {
             return
         }
         accept(batch, canonical: canonical, room: room, user: m.user, origin: m.origin, originSeq: originSeq, now: now)
+    }
+
+    /// How a batch's `originSeq` stands against what the room knows of its origin.
+    enum OriginCheck: Equatable {
+        /// The number expected (or the first of an origin this relay has not seen yet).
+        case next
+        /// Past the expected number.
+        case gap(expected: UInt64)
+        /// Sent before and in the log, same commands, at this room sequence number.
+        case inLog(roomSeq: UInt64)
+        case notInLog(NotInLog)
+
+        enum NotInLog: Equatable {
+            /// The log has this number with other commands.
+            case otherContent
+            /// The in-memory tail does not hold this number.
+            case notFound
+        }
+    }
+
+    /// docs/protocol.md 5a, originSeq rules.
+    func originCheck(room: RoomState, origin: UInt64, originSeq: UInt64, commands: [TimedCommand]) -> OriginCheck {
+        guard let seen = room.origins[origin] else { return .next }
+        let isRepeat: Bool
+        if let expected = seen.expected {
+            if originSeq > expected { return .gap(expected: expected) }
+            isRepeat = originSeq < expected
+        } else {
+            isRepeat = originSeq <= seen.lastOriginSeq
+        }
+        guard isRepeat else { return .next }
+        guard let roomSeq = room.tail.find(origin: origin, originSeq: originSeq), let entry = room.tail.entry(roomSeq) else {
+            return .notInLog(.notFound)
+        }
+        return entry.batch.commands == commands ? .inLog(roomSeq: roomSeq) : .notInLog(.otherContent)
+    }
+
+    /// A following room's batch sent again and not yet back from the home: forward it again.
+    private func forwardAgain(_ decoded: Batch, room: RoomState, member m: MemberState, originSeq: UInt64) {
+        var scratch = BinaryCodecState()
+        guard let canonical = try? BinaryBatchCodec.encode(Batch(author: m.author, commands: decoded.commands), state: &scratch,
+                                                           selfContained: true) else { return }
+        forward(ForwardedBatch(room: room.name, origin: m.origin, originSeq: originSeq, user: m.user, payload: canonical))
     }
 
     /// Numbers, folds, keeps, stores and fans out one batch that passed every check.

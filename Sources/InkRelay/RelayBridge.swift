@@ -121,13 +121,20 @@ extension Relay {
         if rooms[forwarded.room] == nil { setFollows(forwarded.room, false) }
         guard let room = rooms[forwarded.room], !room.follows else { return false }
         guard forwarded.originSeq > 0, forwarded.payload.count <= limits.maxBatchPayloadBytes else { return false }
+        var fresh = BinaryCodecState()
+        guard let decoded = try? BinaryBatchCodec.decode(forwarded.payload, state: &fresh) else { return false }
         if let seen = room.origins[forwarded.origin], forwarded.originSeq <= seen.lastOriginSeq {
-            event(.batchDuplicate(room: forwarded.room, origin: forwarded.origin, originSeq: forwarded.originSeq))
+            // The first copy won. A copy with other commands under the same number is no copy:
+            // counted, and dropped like one (gaps are allowed: the forwarder refused those).
+            if case .notInLog(.otherContent) = originCheck(room: room, origin: forwarded.origin, originSeq: forwarded.originSeq,
+                                                         commands: decoded.commands) {
+                event(.forwardConflict(room: forwarded.room, origin: forwarded.origin, originSeq: forwarded.originSeq))
+            } else {
+                event(.batchDuplicate(room: forwarded.room, origin: forwarded.origin, originSeq: forwarded.originSeq))
+            }
             return false
         }
-        var fresh = BinaryCodecState()
-        guard let decoded = try? BinaryBatchCodec.decode(forwarded.payload, state: &fresh),
-              let user = room.user(named: forwarded.user, limit: limits.maxUsersPerRoom) else { return false }
+        guard let user = room.user(named: forwarded.user, limit: limits.maxUsersPerRoom) else { return false }
         let batch = Batch(author: user.author, commands: decoded.commands)
         var scratch = BinaryCodecState()
         guard let canonical = try? BinaryBatchCodec.encode(batch, state: &scratch, selfContained: true) else { return false }

@@ -13,11 +13,13 @@ extension Relay {
             return
         }
         var role = request.role
+        var verifiedClaims: TokenClaims?
         switch authorizer.authorize(request, now: now) {
         case .refused(let reason, let text):
             refuseJoin(session, reason, text)
             return
         case .verified(let claims):
+            verifiedClaims = claims
             guard claims.room == request.room, claims.user == request.user else {
                 refuseJoin(session, .tokenMismatch, "the token is for another room or user")
                 return
@@ -37,10 +39,10 @@ extension Relay {
             rooms[request.room] = newRoom(request.room)
             event(.roomCreated(room: request.room))
         }
-        // A device that reconnects replaces its old session (same origin in the room).
-        if let old = rooms[request.room]!.sessions.first(where: { sessions[$0]?.member?.origin == request.origin }) {
-            closeSession(old, .replaced, text: "replaced by a new session of this device")
-        }
+        // A device that reconnects replaces its old session (same origin in the room), once its
+        // new session is confirmed: a replayed handshake must not push the device out.
+        let confirmed = sessions[session]!.confirmed
+        if confirmed { replaceOlderSessions(of: request.origin, in: request.room, keeping: session) }
         let room = rooms[request.room]!
         guard room.sessions.count < limits.maxMembersPerRoom else {
             refuseJoin(session, .roomFull, "the room has \(limits.maxMembersPerRoom) members")
@@ -55,14 +57,16 @@ extension Relay {
 
         let member = MemberState(room: request.room, user: request.user, author: user.author, role: role,
                                  origin: request.origin, cursor: room.head)
+        member.request = request
         let plan = syncPlan(for: request.have, room: room)
         switch plan {
         case .tail(let after): member.cursor = after
         case .snapshot: member.cursor = 0
         case nil: break
         }
-        joinDeadlines[session] = nil
+        if confirmed { joinDeadlines[session] = nil }
         sessions[session]!.member = member
+        if let verifiedClaims { noteTokenExpiry(session, claims: verifiedClaims, now: now) }
         event(.memberJoined(room: request.room, session: session, user: request.user, role: role))
 
         send(session, .joinAccepted(member: user.author, role: role, roomHead: room.head, syncFollows: plan != nil))

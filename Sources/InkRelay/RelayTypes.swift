@@ -168,6 +168,10 @@ public enum RelayEvent: Hashable, Sendable {
     case memberLeft(room: String, session: SessionID)
     case batchAccepted(room: String, roomSeq: UInt64, bytes: Int)
     case batchDuplicate(room: String, origin: UInt64, originSeq: UInt64)
+    /// A forwarded batch reused a number already in the log with other commands: dropped.
+    case forwardConflict(room: String, origin: UInt64, originSeq: UInt64)
+    /// A token reached its expiry, or no longer verified after the daemon's secret changed.
+    case tokenEnded(session: SessionID, expired: Bool)
     case batchRefused(session: SessionID, SessionErrorCode)
     case malformedMessage(SessionID, SessionMessageError)
     /// The member fell more than `maxLiveLag` behind: it will be brought up to date by sync.

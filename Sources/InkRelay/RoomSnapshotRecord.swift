@@ -194,7 +194,8 @@ extension Relay {
         }
         let users = room.users.values.sorted { $0.name < $1.name }
             .map { RoomSnapshotRecord.User(name: $0.name, author: $0.author, drawRight: $0.drawRight) }
-        let origins = room.origins.sorted { $0.key < $1.key }
+        // Producers with a batch in the log (not those whose every batch was refused).
+        let origins = room.origins.filter { $0.value.lastOriginSeq > 0 }.sorted { $0.key < $1.key }
             .map { RoomSnapshotRecord.Origin(origin: $0.key, lastOriginSeq: $0.value.lastOriginSeq, lastRoomSeq: $0.value.lastRoomSeq) }
         return RoomSnapshotRecord(room: name, throughRoomSeq: room.head, digest: room.headDigest(), users: users,
                                   origins: origins, batches: batches)

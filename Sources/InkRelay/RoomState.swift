@@ -11,10 +11,16 @@ struct RoomUser {
     var drawRight: Bool? = nil
 }
 
-/// What the room knows of one producer, for dedupe and acknowledgement.
+/// What the room knows of one producer, for dedupe and acknowledgement (docs/protocol.md 5a,
+/// originSeq rules).
 struct OriginState {
+    /// The producer's newest batch in the log, and where it is.
     var lastOriginSeq: UInt64
     var lastRoomSeq: UInt64
+    /// The next `originSeq` expected from its sessions: one past the last taken or refused. Nil
+    /// until this relay has seen a batch of it (an origin restored from the log, or new): its
+    /// first batch sets it.
+    var expected: UInt64?
 }
 
 /// A batch appended and not yet durable: its author is acknowledged when it is.
@@ -98,6 +104,22 @@ final class RoomState {
 
     /// Remembers the producer's latest batch; forgets the longest-unseen producer past the bound.
     func noteOrigin(_ origin: UInt64, originSeq: UInt64, roomSeq: UInt64, limit: Int) {
+        makeRoom(for: origin, limit: limit)
+        let expected = origins[origin]?.expected
+        origins[origin] = OriginState(lastOriginSeq: originSeq, lastRoomSeq: roomSeq, expected: expected)
+    }
+
+    /// A session of `origin` sent `originSeq` (taken or refused): the next one must follow it.
+    func noteProcessed(_ origin: UInt64, originSeq: UInt64, limit: Int) {
+        if origins[origin] == nil {
+            makeRoom(for: origin, limit: limit)
+            origins[origin] = OriginState(lastOriginSeq: 0, lastRoomSeq: 0, expected: nil)
+        }
+        let next = originSeq &+ 1
+        if next > (origins[origin]!.expected ?? 0) { origins[origin]!.expected = next }
+    }
+
+    private func makeRoom(for origin: UInt64, limit: Int) {
         if origins[origin] == nil && origins.count >= max(1, limit) {
             // Deterministic: the producer whose last batch is oldest (ties: smallest origin).
             var victim: (UInt64, UInt64)?
@@ -106,7 +128,6 @@ final class RoomState {
             }
             if let v = victim { origins[v.0] = nil }
         }
-        origins[origin] = OriginState(lastOriginSeq: originSeq, lastRoomSeq: roomSeq)
     }
 
     func pushPendingAck(_ ack: PendingAck, limit: Int) -> PendingAck? {

@@ -42,7 +42,7 @@ extension ARQSession {
     /// a small receive buffer (flow control) and sequence numbers that start near the 32-bit wrap.
     /// Both ends of a wire draw the same tuning; their sequence starts mirror each other.
     public static func forSweep(_ spec: SweepSessionSpec) -> ARQSession {
-        ARQSession(connectionID: spec.connectionID, configuration: sweepConfiguration(spec), now: spec.now)
+        ARQSession(configuration: sweepConfiguration(spec), now: spec.now)
     }
 
     public static func sweepConfiguration(_ spec: SweepSessionSpec) -> ARQConfiguration {

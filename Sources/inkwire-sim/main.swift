@@ -2,8 +2,11 @@
 //
 //   inkwire-sim --seeds 1-2000      sweep; one line per failure, seed first; summary at the end
 //   inkwire-sim --seed N            replay one seed exactly, printing its scenario and outcome
-//   --session arq|arq-tuned|toy     the session under test: the ARQ session as shipped (default),
-//                                   the ARQ session with a tuning drawn per wire, or the toy
+//   --session sealed|sealed-tuned|arq|toy
+//                                   the session under test: the sealed session as shipped
+//                                   (default: handshake, key updates and replay window over
+//                                   FakeCrypto, then the ARQ), the same with an ARQ tuning drawn
+//                                   per wire, the bare ARQ (frames unsealed), or the toy
 //                                   stop-and-wait session (the harness's own self-check)
 //   --heal-bound-ms N               the liveness bound after healing (default 30000)
 //   inkwire-sim live-stall [--seeds A-B] [--spike-ms N] [--duration-s S]
@@ -29,7 +32,7 @@ if ProcessInfo.processInfo.environment["SWIFT_DETERMINISTIC_HASHING"] == nil {
 }
 
 func usage(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("inkwire-sim: \(message)\nusage: inkwire-sim (--seeds A-B | --seed N) [--session arq|arq-tuned|toy] [--heal-bound-ms N]\n".utf8))
+    FileHandle.standardError.write(Data("inkwire-sim: \(message)\nusage: inkwire-sim (--seeds A-B | --seed N) [--session sealed|sealed-tuned|arq|toy] [--heal-bound-ms N]\n".utf8))
     exit(exitUsage)
 }
 
@@ -38,7 +41,7 @@ if CommandLine.arguments.dropFirst().first == "live-stall" {
 }
 var seeds: [UInt64] = []
 var replay = false
-var sessionKind = "arq"
+var sessionKind = "sealed"
 var healBoundMs: UInt64? = nil
 var arguments = Array(CommandLine.arguments.dropFirst())
 while !arguments.isEmpty {
@@ -52,7 +55,7 @@ while !arguments.isEmpty {
         seeds = [s]
         replay = true
     case "--session":
-        guard ["arq", "arq-tuned", "toy"].contains(value) else { usage("bad --session \(value)") }
+        guard ["sealed", "sealed-tuned", "arq", "toy"].contains(value) else { usage("bad --session \(value)") }
         sessionKind = value
     case "--heal-bound-ms":
         guard let ms = UInt64(value) else { usage("bad --heal-bound-ms \(value)") }
@@ -75,12 +78,13 @@ let chosenKind = sessionKind
 let replayOne = replay
 let makeSession: (SweepSessionSpec) -> any SimReliableEndpoint = { spec in
     if chosenKind == "toy" { return StopAndWaitEndpoint() }
-    if chosenKind == "arq" { return ARQSession(connectionID: spec.connectionID, now: spec.now) }
+    if chosenKind == "arq" { return ARQSession(now: spec.now) }
+    if chosenKind == "sealed" { return SealedSimEndpoint.shipped(spec) }
     if replayOne {
         let c = ARQSession.sweepConfiguration(spec)
         print("  endpoint \(spec.endpoint) tuning: window \(c.sendWindow)/\(c.receiveWindow), datagram \(c.maxDatagramSize), redundancy \(c.redundantCopies)x\(c.redundancyBytesPerDatagram) B, ack delay \(c.maxAckDelay), queue \(c.maxQueuedMessages) msgs/\(c.maxQueuedBytes) B, pending receive \(c.maxPendingReceiveBytes), seq \(c.initialSequence)/\(c.peerInitialSequence)")
     }
-    return ARQSession.forSweep(spec)
+    return SealedSimEndpoint.tuned(spec)
 }
 
 // A crash (trap, bad access) must still print its seed first: the handler writes a line

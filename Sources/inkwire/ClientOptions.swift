@@ -18,6 +18,8 @@ enum ClientExit {
     static let refused: Int32 = 5
     /// The connection was lost or the server ended the session after the join.
     static let connectionLost: Int32 = 6
+    /// The daemon did not prove the pinned (or known) key: a rogue daemon, or its key changed.
+    static let wrongServerKey: Int32 = 7
 
     static let help = """
         exit codes of send, watch and export:
@@ -28,6 +30,7 @@ enum ClientExit {
           4  join refused (the reason is printed: bad or expired token, role not allowed...)
           5  a batch or request was refused by the room (e.g. a viewer drawing)
           6  connection lost, or the server ended the session
+          7  the daemon did not prove its key (--server-key, or the one kept on first use)
         """
 }
 
@@ -127,8 +130,8 @@ struct ServerURL: CustomStringConvertible {
 
 /// What every client command takes.
 struct ClientOptions {
-    static let flags: Set<String> = ["--server", "--room", "--user", "--role", "--token", "--timeout"]
-    static let usage = "--server udp://HOST:PORT|tcp://HOST:PORT --room R [--user NAME] [--role teacher|presenter|viewer] [--token T] [--timeout SECONDS]"
+    static let flags: Set<String> = ["--server", "--server-key", "--room", "--user", "--role", "--token", "--timeout"]
+    static let usage = "--server udp://HOST:PORT|tcp://HOST:PORT [--server-key KEY] --room R [--user NAME] [--role teacher|presenter|viewer] [--token T] [--timeout SECONDS]"
 
     var server: ServerURL
     var room: String
@@ -137,6 +140,9 @@ struct ClientOptions {
     var token: String
     /// How long to wait for the join to be answered.
     var timeoutSeconds: Double
+    /// `--server-key`: the daemon's public key, pinned (docs/protocol.md 8.4); nil: the key
+    /// kept from the first use, or learned now.
+    var serverKey: [UInt8]?
 
     init(_ flags: ParsedFlags, defaultRole: MemberRole, defaultUser: String) throws(UsageError) {
         server = try ServerURL(try flags.required("--server"))
@@ -152,10 +158,17 @@ struct ClientOptions {
         }
         token = flags.string("--token") ?? ""
         timeoutSeconds = try flags.positive("--timeout", default: 5)
+        if let text = flags.string("--server-key") {
+            guard let key = PublicKeyText.decode(text) else {
+                throw UsageError(description: "--server-key must be the daemon's public key (`inkwired --print-public-key`: 43 base64url characters or 64 hex digits), not '\(text)'")
+            }
+            serverKey = key
+        }
     }
 
     func configuration() -> ClientConfiguration {
-        ClientConfiguration(room: room, user: user, role: role, token: Array(token.utf8), origin: UInt64.random(in: 1...UInt64.max))
+        ClientConfiguration(room: room, user: user, role: role, token: Array(token.utf8), origin: UInt64.random(in: 1...UInt64.max),
+                            serverKey: serverKey)
     }
 }
 

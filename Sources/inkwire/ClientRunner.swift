@@ -1,6 +1,7 @@
 // Drives one ClientSession over a real UDP socket or TCP stream on an InkUV loop.
 import Foundation
 import InkClient
+import InkCrypto
 import InkProtocol
 import InkUV
 
@@ -14,6 +15,9 @@ final class ClientRunner {
     static let reconnectWindowMicroseconds: UInt64 = 30_000_000
     /// Pause between reconnection attempts.
     static let reconnectPauseMicroseconds: UInt64 = 250_000
+    /// After a daemon says it has another key than the pinned one (an unauthenticated notice),
+    /// how long a real answer may still come before the join fails with that error.
+    static let keyMismatchGraceMicroseconds: UInt64 = 1_000_000
 
     let command: String
     let options: ClientOptions
@@ -37,6 +41,12 @@ final class ClientRunner {
     /// Set while the session is lost: give up after this instant.
     private var reconnectDeadline: UInt64?
     private var lingerUntil: UInt64?
+    /// Trust on first use: where learned keys are kept, and whether this run learned one.
+    private let knownDaemons = KnownDaemons()
+    private let pinned: Bool
+    /// The key a daemon presented instead of the pinned one (a notice).
+    private var presentedKey: [UInt8]?
+    private let keyTimer: LoopTimer
 
     var now: Instant { Instant(microseconds: loop.now) }
 
@@ -47,9 +57,23 @@ final class ClientRunner {
         timer = try LoopTimer(loop: loop)
         joinTimer = try LoopTimer(loop: loop)
         reconnectTimer = try LoopTimer(loop: loop)
+        keyTimer = try LoopTimer(loop: loop)
         let transport: ClientTransport = options.server.scheme == .udp
             ? .datagram(connectionID: UInt64.random(in: 1...UInt64.max)) : .stream
-        session = ClientSession(configuration, transport: transport, now: Instant(microseconds: loop.now))
+        var configuration = configuration
+        pinned = configuration.serverKey != nil
+        if configuration.serverKey == nil { configuration.serverKey = knownDaemons.key(for: options.server.address.description) }
+        session = ClientSession(configuration, transport: transport, crypto: OpenSSLCrypto.shared, now: Instant(microseconds: loop.now))
+    }
+
+    /// The error for a daemon that did not prove the key this device expects.
+    private func keyError() -> String {
+        let expected = session.serverKey.map(PublicKeyText.encode) ?? "?"
+        var text = "the daemon at \(options.server) did not prove key \(expected)"
+        if let presentedKey { text += " (it presents \(PublicKeyText.encode(presentedKey)))" }
+        text += ": a rogue daemon, or the daemon's key was replaced"
+        if !pinned { text += "; if it was replaced on purpose, remove its line from \(knownDaemons.path)" }
+        return text
     }
 
     /// Connects and runs until `finish`; returns the exit code.
@@ -59,6 +83,7 @@ final class ClientRunner {
         }
         joinTimer.start(afterMicroseconds: UInt64(options.timeoutSeconds * 1_000_000)) { [unowned self] in
             guard !hasJoined else { return }
+            if presentedKey != nil { fail(ClientExit.wrongServerKey, keyError()); return }
             fail(ClientExit.unreachable, "no answer from \(options.server) within \(options.timeoutSeconds) s")
         }
         while exitCode == nil || lingerUntil != nil {
@@ -168,7 +193,7 @@ final class ClientRunner {
         reconnectTimer.start(afterMicroseconds: ClientRunner.reconnectPauseMicroseconds) { [unowned self] in reconnectNow() }
     }
 
-    private func reconnectNow() {
+    func reconnectNow() {
         guard exitCode == nil else { return }
         switch options.server.scheme {
         case .udp:
@@ -288,9 +313,35 @@ final class ClientRunner {
         case .disconnected(let reason):
             if hasJoined {
                 sessionLost("disconnected from \(options.server): \(reason)")
+            } else if presentedKey != nil || reason.contains("did not prove the pinned key") {
+                fail(ClientExit.wrongServerKey, keyError())
             } else {
                 fail(ClientExit.unreachable, "disconnected from \(options.server): \(reason)")
             }
+        case .sessionReset:
+            // The daemon restarted and no longer knows this session: a new one, at once.
+            if hasJoined {
+                if reconnectDeadline == nil { reconnectDeadline = loop.now + ClientRunner.reconnectWindowMicroseconds }
+                printError(command, "warning: \(options.server) restarted; rejoining")
+                reconnectNow()
+            } else {
+                fail(ClientExit.unreachable, "\(options.server) reset the session before the join")
+            }
+        case .serverKeyLearned(let key):
+            let text = PublicKeyText.encode(key)
+            let kept = knownDaemons.remember(key, for: options.server.address.description)
+            printError(command, "warning: trusting \(options.server)'s key \(text) on first use"
+                       + (kept ? " (kept in \(knownDaemons.path))" : " (could not write \(knownDaemons.path))")
+                       + "; pin it with --server-key \(text)")
+        case .serverKeyMismatch(_, let presented):
+            guard !hasJoined, presentedKey == nil else { return true }
+            presentedKey = presented
+            keyTimer.start(afterMicroseconds: ClientRunner.keyMismatchGraceMicroseconds) { [unowned self] in
+                guard !hasJoined else { return }
+                fail(ClientExit.wrongServerKey, keyError())
+            }
+        case .serverBusy, .established:
+            break
         case .protocolError(let text):
             printError(command, "warning: \(text)")
         case .unreachable:

@@ -4,13 +4,20 @@ import InkProtocol
 import InkRelay
 
 /// `ClientSession`s against one in-process `Relay` under a virtual clock. Each client has a
-/// daemon-side end: an `ARQSession` (datagram) or a `StreamFrameDecoder` (stream). The store is
-/// instant: every `.append` is reported durable at once. Nothing is lost unless a test says so.
+/// daemon-side end, sealed as the daemon's (`FakeCrypto`: the protocol, not the secrecy, is
+/// under test here): a `SealedDatagramSession` or a `SealedStreamSession` behind a
+/// `StreamFrameDecoder`, each made from the client's handshake. The store is instant: every
+/// `.append` is reported durable at once. Nothing is lost unless a test says so.
 final class ClientRelayHarness {
+    static let crypto = FakeCrypto(seed: 7)
+    static let staticKey = StaticKeyPair(privateKey: crypto.randomBytes(32), crypto: crypto)
+
     final class Client {
         let session: ClientSession
         var sessionID: SessionID
-        var serverARQ: ARQSession?
+        var isDatagram = true
+        var serverDatagram: SealedDatagramSession?
+        var serverStream: SealedStreamSession?
         var serverDecoder = StreamFrameDecoder(maxFrameBytes: 1 << 20)
         var events: [ClientEvent] = []
         /// While false, nothing moves between the client and the relay (link down).
@@ -63,12 +70,13 @@ final class ClientRelayHarness {
     @discardableResult
     func join(room: String = "r", user: String, role: MemberRole, datagram: Bool = true,
               have: JoinHave = .nothing, origin: UInt64? = nil) -> Client {
-        var config = ClientConfiguration(room: room, user: user, role: role, origin: origin ?? UInt64(clients.count + 1) * 7919)
+        var config = ClientConfiguration(room: room, user: user, role: role, origin: origin ?? UInt64(clients.count + 1) * 7919,
+                                         serverKey: ClientRelayHarness.staticKey.publicKey)
         config.initialHave = have
         let t = transport(datagram)
-        let session = ClientSession(config, transport: t, now: now)
+        let session = ClientSession(config, transport: t, crypto: ClientRelayHarness.crypto, now: now)
         let client = Client(session: session, sessionID: openServerEnd(t))
-        if case .datagram(let id) = t { client.serverARQ = ARQSession(connectionID: id, now: now) }
+        client.isDatagram = datagram
         clients.append(client)
         return client
     }
@@ -76,8 +84,72 @@ final class ClientRelayHarness {
     private func openServerEnd(_ t: ClientTransport) -> SessionID {
         let id = SessionID(nextSession)
         nextSession += 1
-        if case .datagram = t { relay.handleSessionOpened(id, transport: .udp, now: now) } else { relay.handleSessionOpened(id, transport: .tcp, now: now) }
+        if case .datagram = t {
+            relay.handleSessionOpened(id, transport: .udp, confirmed: false, now: now)
+        } else {
+            relay.handleSessionOpened(id, transport: .tcp, confirmed: false, now: now)
+        }
         return id
+    }
+
+    /// The daemon's end takes one datagram or stream message from the client.
+    private func serverReceive(_ c: Client, _ bytes: [UInt8]) {
+        if c.isDatagram {
+            if let s = c.serverDatagram {
+                s.handleDatagram(bytes, now: now)
+            } else if case .success(let (s, join)) = SealedDatagramSession.accept(
+                initiation: bytes, staticKey: ClientRelayHarness.staticKey,
+                reset: StatelessReset(staticPrivateKey: ClientRelayHarness.staticKey.privateKey, crypto: ClientRelayHarness.crypto),
+                crypto: ClientRelayHarness.crypto, now: now) {
+                c.serverDatagram = s
+                relay.handleMessage(join, from: c.sessionID, now: now)
+            }
+            return
+        }
+        c.serverDecoder.handleBytes(bytes)
+        while let frame = try? c.serverDecoder.pollFrame() {
+            if let s = c.serverStream {
+                try? s.handleMessage(frame, now: now)
+            } else if case .success(let (s, join)) = SealedStreamSession.accept(initiation: frame, staticKey: ClientRelayHarness.staticKey,
+                                                                                 crypto: ClientRelayHarness.crypto, now: now) {
+                c.serverStream = s
+                relay.handleMessage(join, from: c.sessionID, now: now)
+            }
+        }
+    }
+
+    /// The daemon's end's events (messages to the relay) and output (to the client).
+    @discardableResult
+    private func serverPump(_ c: Client) -> Bool {
+        var moved = false
+        while let e = c.serverDatagram?.pollEvent() ?? c.serverStream?.pollEvent() {
+            moved = true
+            switch e {
+            case .delivered(let m): relay.handleMessage(m, from: c.sessionID, now: now)
+            case .confirmed: relay.handleSessionConfirmed(c.sessionID, now: now)
+            default: break
+            }
+        }
+        return moved
+    }
+
+    private func serverTransmit(_ c: Client) -> Bool {
+        var moved = false
+        while let d = c.serverDatagram?.pollTransmit(now: now) {
+            moved = true
+            if c.connected {
+                c.session.handleDatagram(d.bytes, now: now)
+                c.collect()
+            }
+        }
+        while let m = c.serverStream?.pollMessage() {
+            moved = true
+            if c.connected {
+                c.session.handleStreamBytes(StreamFrameDecoder.frame(m), now: now)
+                c.collect()
+            }
+        }
+        return moved
     }
 
     /// The client's link dies (its relay session is closed) and comes back on a new one.
@@ -87,9 +159,10 @@ final class ClientRelayHarness {
         let t = transport(datagram)
         client.session.reconnect(t, now: now)
         client.sessionID = openServerEnd(t)
-        client.serverARQ = nil
+        client.serverDatagram = nil
+        client.serverStream = nil
+        client.isDatagram = datagram
         client.serverDecoder = StreamFrameDecoder(maxFrameBytes: 1 << 20)
-        if case .datagram(let id) = t { client.serverARQ = ARQSession(connectionID: id, now: now) }
         client.connected = true
     }
 
@@ -104,7 +177,7 @@ final class ClientRelayHarness {
                 now = max(now, next)
                 for c in clients {
                     c.session.handleTimeout(now: now)
-                    c.serverARQ?.handleTimeout(now: now)
+                    c.serverDatagram?.handleTimeout(now: now)
                 }
                 relay.handleTimeout(now: now)
             }
@@ -122,7 +195,7 @@ final class ClientRelayHarness {
         var deadlines: [Instant] = []
         for c in clients where c.connected {
             if let t = c.session.pollTimeout() { deadlines.append(t) }
-            if let t = c.serverARQ?.pollTimeout() { deadlines.append(t) }
+            if let t = c.serverDatagram?.pollTimeout() { deadlines.append(t) }
         }
         return deadlines.min()
     }
@@ -137,31 +210,12 @@ final class ClientRelayHarness {
             while let bytes = c.session.pollTransmit(now: now) {
                 moved = true
                 guard c.connected else { continue }
-                if let arq = c.serverARQ {
-                    arq.handleDatagram(bytes, now: now)
-                } else {
-                    c.serverDecoder.handleBytes(bytes)
-                    while let frame = try? c.serverDecoder.pollFrame() { relay.handleMessage(frame, from: c.sessionID, now: now) }
-                }
+                serverReceive(c, bytes)
             }
-            if let arq = c.serverARQ {
-                while let e = arq.pollEvent() {
-                    moved = true
-                    if case .delivered(let m) = e { relay.handleMessage(m, from: c.sessionID, now: now) }
-                }
-            }
+            if serverPump(c) { moved = true }
         }
         if drainRelay() { moved = true }
-        for c in clients {
-            guard let arq = c.serverARQ else { continue }
-            while let d = arq.pollTransmit(now: now) {
-                moved = true
-                if c.connected {
-                    c.session.handleDatagram(d, now: now)
-                    c.collect()
-                }
-            }
-        }
+        for c in clients where serverTransmit(c) { moved = true }
         return moved
     }
 
@@ -174,11 +228,11 @@ final class ClientRelayHarness {
             case .send(let id, let message):
                 guard let c = clients.first(where: { $0.sessionID == id }) else { continue }
                 let bytes = SessionMessageCodec.encode(message)
-                if let arq = c.serverARQ {
-                    try? arq.send(bytes)
-                } else if c.connected {
-                    c.session.handleStreamBytes(StreamFrameDecoder.frame(bytes), now: now)
-                    c.collect()
+                if let s = c.serverDatagram {
+                    try? s.send(bytes)
+                } else if let s = c.serverStream {
+                    s.send(bytes, now: now)
+                    _ = serverTransmit(c)
                 }
             case .append(let record):
                 relay.handleDurable(room: record.room, upTo: record.roomSeq, now: now)

@@ -1,17 +1,25 @@
 import Glibc
 import InkCodec
+import InkCrypto
 import InkProtocol
 
-/// A minimal native device built from the pure pieces: session messages over an `ARQSession`
-/// on a UDP socket, or over length-prefixed frames on a TCP stream.
+/// A minimal native device built from the pure pieces: session messages over a sealed session
+/// (docs/protocol.md 4; OpenSSL) on a UDP socket, or over length-prefixed sealed messages on a
+/// TCP stream. The first message sent must be the join: it rides in the handshake. Without
+/// `serverKey` the device asks the daemon for its key first (trust on first use).
 final class NativeTestClient {
     enum Transport { case udp, tcp }
 
     let transport: Transport
     let port: UInt16
+    let serverKey: [UInt8]?
+    let connectionID = UInt64.random(in: 1...UInt64.max)
     private(set) var fd: Int32
-    private let arq: ARQSession?
+    private(set) var sealed: SealedDatagramSession?
+    private(set) var stream: SealedStreamSession?
     private var streamBuffer: [UInt8] = []
+    /// Every event the sealed session reported (resets, notices...).
+    private(set) var sealedEvents: [SealedEvent] = []
     /// Messages received and not yet taken.
     private var inbox: [ServerMessage] = []
     private var liveCodec = BinaryCodecState()
@@ -20,15 +28,15 @@ final class NativeTestClient {
     /// The producer id joins carry (the daemon deduplicates resent batches by it).
     var origin = UInt64.random(in: 1...UInt64.max)
 
-    init(_ transport: Transport, port: UInt16, ipv6: Bool = false) throws {
+    init(_ transport: Transport, port: UInt16, ipv6: Bool = false, serverKey: [UInt8]? = nil) throws {
         self.transport = transport
         self.port = port
+        self.serverKey = serverKey
         fd = ipv6 && transport == .tcp ? try connectLoopbackIPv6(port: port)
             : try connectLoopback(port: port, type: transport == .udp ? SOCK_DGRAM : SOCK_STREAM)
-        arq = transport == .udp
-            ? ARQSession(connectionID: UInt64.random(in: 1...UInt64.max), now: Instant(microseconds: monotonicMicroseconds()))
-            : nil
     }
+
+    private var now: Instant { Instant(microseconds: monotonicMicroseconds()) }
 
     deinit { close(fd) }
 
@@ -40,14 +48,36 @@ final class NativeTestClient {
 
     func send(_ message: ClientMessage) {
         let bytes = SessionMessageCodec.encode(message)
-        if let arq {
-            try? arq.send(bytes)
-            pump(untilMicroseconds: 0)
-        } else {
-            var framed = [UInt8(bytes.count >> 24 & 0xff), UInt8(bytes.count >> 16 & 0xff), UInt8(bytes.count >> 8 & 0xff), UInt8(bytes.count & 0xff)]
-            framed += bytes
-            _ = framed.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        switch transport {
+        case .udp:
+            if let sealed {
+                try? sealed.send(bytes)
+            } else {
+                sealed = SealedDatagramSession(deviceConnectionID: connectionID, serverKey: serverKey, join: bytes,
+                                               crypto: OpenSSLCrypto.shared, now: now)
+            }
+        case .tcp:
+            if let stream {
+                stream.send(bytes, now: now)
+            } else {
+                stream = SealedStreamSession(serverKey: serverKey, join: bytes, crypto: OpenSSLCrypto.shared)
+            }
         }
+        pump(untilMicroseconds: 0)
+    }
+
+    /// Writes raw bytes to the socket (a protocol 1 device, garbage).
+    func sendRaw(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Raw bytes received within `limit` (nothing is decoded): one datagram, or a stream read.
+    func receiveRaw(limitMicroseconds: UInt64 = 2_000_000) -> [UInt8]? {
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, Int32(limitMicroseconds / 1000)) > 0 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let n = recv(fd, &buffer, buffer.count, 0)
+        return n > 0 ? Array(buffer[..<n]) : nil
     }
 
     func join(room: String, user: String, role: MemberRole, token: String = "") {
@@ -90,17 +120,22 @@ final class NativeTestClient {
         while monotonicMicroseconds() < deadline { pump(untilMicroseconds: deadline) }
     }
 
+    private func transmit(at instant: Instant) {
+        if let sealed {
+            while let datagram = sealed.pollTransmit(now: instant) { sendRaw(datagram.bytes) }
+        }
+        if let stream {
+            while let m = stream.pollMessage() { sendRaw(StreamFrameDecoder.frame(m)) }
+        }
+        drainEvents()
+    }
+
     private func pump(untilMicroseconds deadline: UInt64) {
         let now = monotonicMicroseconds()
-        if let arq {
-            while let datagram = arq.pollTransmit(now: Instant(microseconds: now)) {
-                _ = datagram.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, 0) }
-            }
-            drainEvents()
-        }
+        transmit(at: Instant(microseconds: now))
         guard deadline > now else { return }
         var wait = deadline - now
-        if let timeout = arq?.pollTimeout() {
+        if let timeout = sealed?.pollTimeout() {
             wait = min(wait, timeout.microseconds > now ? timeout.microseconds - now : 0)
         }
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -110,45 +145,42 @@ final class NativeTestClient {
         if ready > 0 {
             let n = recv(fd, &buffer, buffer.count, 0)
             if n > 0 {
-                if let arq {
-                    arq.handleDatagram(Array(buffer[..<n]), now: after)
+                if let sealed {
+                    sealed.handleDatagram(Array(buffer[..<n]), now: after)
                 } else {
                     streamBuffer += buffer[..<n]
-                    parseStream()
+                    parseStream(now: after)
                 }
-            } else if arq == nil {
+            } else if transport == .tcp {
                 closedByPeer = true
             }
         }
-        if let arq {
-            if let timeout = arq.pollTimeout(), timeout <= after { arq.handleTimeout(now: after) }
-            while let datagram = arq.pollTransmit(now: after) {
-                _ = datagram.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, 0) }
-            }
-            drainEvents()
-        }
+        if let sealed, let timeout = sealed.pollTimeout(), timeout <= after { sealed.handleTimeout(now: after) }
+        transmit(at: after)
     }
 
     private func drainEvents() {
-        guard let arq else { return }
-        while let event = arq.pollEvent() {
+        while let event = sealed?.pollEvent() ?? stream?.pollEvent() {
+            sealedEvents.append(event)
             switch event {
             case .delivered(let bytes):
                 if let message = try? SessionMessageCodec.decodeServer(bytes) { inbox.append(message) }
-            case .peerClosed, .failed:
+            case .peerClosed, .failed, .reset:
                 closedByPeer = true
-            case .peerUnreachable, .peerReachable:
+            default:
                 break
             }
         }
     }
 
-    private func parseStream() {
+    private func parseStream(now: Instant) {
         while streamBuffer.count >= 4 {
             let length = Int(streamBuffer[0]) << 24 | Int(streamBuffer[1]) << 16 | Int(streamBuffer[2]) << 8 | Int(streamBuffer[3])
             guard streamBuffer.count >= 4 + length else { return }
-            if let message = try? SessionMessageCodec.decodeServer(Array(streamBuffer[4..<(4 + length)])) { inbox.append(message) }
+            let message = Array(streamBuffer[4..<(4 + length)])
             streamBuffer.removeFirst(4 + length)
+            do { try stream?.handleMessage(message, now: now) } catch { closedByPeer = true }
+            drainEvents()
         }
     }
 }

@@ -12,8 +12,8 @@ import Testing
     }
 
     @Test func aSingleLostDatagramIsRepairedByTheNextOne() throws {
-        let a = ARQSession(connectionID: 1, now: t0)
-        let b = ARQSession(connectionID: 1, now: t0)
+        let a = ARQSession(now: t0)
+        let b = ARQSession(now: t0)
         try a.send([1])
         let lost = try #require(a.pollTransmit(now: t0))
         #expect(try FrameCodec.decode(lost).segments.map(\.sequence.rawValue) == [0])
@@ -28,8 +28,8 @@ import Testing
     }
 
     @Test func acknowledgementsAreDelayedByTheAdvertisedBoundAtMost() throws {
-        let a = ARQSession(connectionID: 1, now: t0)
-        let b = ARQSession(connectionID: 1, now: t0)
+        let a = ARQSession(now: t0)
+        let b = ARQSession(now: t0)
         try a.send([1, 2, 3])
         let d = try #require(a.pollTransmit(now: t0))
         let sent = try FrameCodec.decode(d)
@@ -59,8 +59,8 @@ import Testing
     @Test func aGapIsAcknowledgedAtOnceWithRanges() throws {
         var config = ARQConfiguration()
         config.redundantCopies = 0
-        let a = ARQSession(connectionID: 1, configuration: config, now: t0)
-        let b = ARQSession(connectionID: 1, configuration: config, now: t0)
+        let a = ARQSession(configuration: config, now: t0)
+        let b = ARQSession(configuration: config, now: t0)
         var sent: [[UInt8]] = []
         for i in 0..<4 {
             try a.send([UInt8(i)])
@@ -89,8 +89,8 @@ import Testing
     @Test func aPureAckReportsTheLowestAndTheNewestRanges() throws {
         var config = ARQConfiguration()
         config.redundantCopies = 0
-        let a = ARQSession(connectionID: 1, configuration: config, now: t0)
-        let b = ARQSession(connectionID: 1, configuration: config, now: t0)
+        let a = ARQSession(configuration: config, now: t0)
+        let b = ARQSession(configuration: config, now: t0)
         var sent: [[UInt8]] = []
         for i in 0..<80 {
             try a.send([UInt8(i)])
@@ -113,7 +113,7 @@ import Testing
     }
 
     @Test func probeTimeoutBacksOffAndIsCapped() throws {
-        let a = ARQSession(connectionID: 1, now: t0)
+        let a = ARQSession(now: t0)
         try a.send([7])
         var sendTimes: [UInt64] = []
         var now = t0

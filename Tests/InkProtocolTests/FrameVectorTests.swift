@@ -34,12 +34,11 @@ private func hexString(_ b: [UInt8]) -> String {
 }
 
 private func frame(from block: [(String, String)]) -> Frame {
-    var f = Frame(connectionID: 0, timestamp: 0)
+    var f = Frame(timestamp: 0)
     for (key, value) in block {
         let words = value.split(separator: " ").map(String.init)
         switch key {
         case "kind": f.kind = value == "close" ? .close : .data
-        case "connection": f.connectionID = UInt64(value)!
         case "timestamp": f.timestamp = UInt32(value)!
         case "ack-now": f.ackNow = value == "true"
         case "ack" where value != "none":
@@ -84,11 +83,7 @@ private func frame(from block: [(String, String)]) -> Frame {
         for block in blocks {
             let fields = Dictionary(block, uniquingKeysWith: { a, _ in a })
             let name = fields["name"] ?? "?"
-            var bytes = hexBytes(fields["hex"] ?? "")
-            if fields["crc"] == "fix" && bytes.count >= 4 {
-                let crc = CRC32C.checksum(bytes.dropLast(4))
-                bytes.replaceSubrange(bytes.count - 4..<bytes.count, with: [UInt8(crc >> 24), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc & 0xFF)])
-            }
+            let bytes = hexBytes(fields["hex"] ?? "")
             do {
                 let f = try FrameCodec.decode(bytes)
                 Issue.record("\(name): decoded \(f)")

@@ -87,8 +87,8 @@ func runKCPWorkload(seed: UInt32, lossPercent: Int = 5, echoes: Int = 1001, conf
                     trace: ((Instant, Int, [UInt8], Int?) -> Void)? = nil) -> KCPWorkloadResult {
     var link = KCPLink(seed: seed, lossPercent: lossPercent)
     let t0 = Instant.milliseconds(1_000)
-    let a = ARQSession(connectionID: 1, configuration: configuration, now: t0)
-    let b = ARQSession(connectionID: 1, configuration: configuration, now: t0)
+    let a = ARQSession(configuration: configuration, now: t0)
+    let b = ARQSession(configuration: configuration, now: t0)
     var result = KCPWorkloadResult()
     var nextIndex: UInt32 = 0
     var nextSendAt = t0 + .milliseconds(20)

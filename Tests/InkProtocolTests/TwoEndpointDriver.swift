@@ -32,8 +32,8 @@ final class TwoEndpointDriver {
     init(configuration: ARQConfiguration = .init(), configurationB: ARQConfiguration? = nil,
          start: Instant = .milliseconds(1000), fault: @escaping (Direction, Int, Instant) -> [Instant.Duration] = { _, _, _ in [.milliseconds(10)] }) {
         now = start
-        a = ARQSession(connectionID: 7, configuration: configuration, now: start)
-        b = ARQSession(connectionID: 7, configuration: configurationB ?? configuration, now: start)
+        a = ARQSession(configuration: configuration, now: start)
+        b = ARQSession(configuration: configurationB ?? configuration, now: start)
         self.fault = fault
     }
 

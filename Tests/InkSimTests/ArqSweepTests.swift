@@ -2,18 +2,29 @@ import InkProtocol
 import Testing
 @testable import InkSim
 
-/// A short sweep of the real session; the long one is `swift run -c release inkwire-sim --seeds 1-2000`.
-@Test func arqSessionPassesAShortSweep() {
+/// A short sweep of the real session, sealed (handshake, key updates, replay window over
+/// `FakeCrypto`); the long one is `swift run -c release inkwire-sim --seeds 1-2000`.
+@Test func sealedSessionPassesAShortSweep() {
     var c = SweepConfiguration()
     c.maxBatchesPerEndpoint = 60
     for seed in UInt64(1) ... 12 {
-        let o = SweepRunner.run(seed: seed, configuration: c) { ARQSession(connectionID: $0.connectionID, now: $0.now) }
+        let o = SweepRunner.run(seed: seed, configuration: c, makeSession: SealedSimEndpoint.shipped)
         #expect(o.verdict == .pass, "seed \(seed)")
     }
 }
 
-@Test func arqSweepReplaysExactly() {
-    let run = { SweepRunner.run(seed: 31) { ARQSession(connectionID: $0.connectionID, now: $0.now) } }
+/// The ARQ alone (frames unsealed), as the sweep ran it before sessions were sealed.
+@Test func bareARQPassesAShortSweep() {
+    var c = SweepConfiguration()
+    c.maxBatchesPerEndpoint = 60
+    for seed in UInt64(1) ... 6 {
+        let o = SweepRunner.run(seed: seed, configuration: c) { ARQSession(now: $0.now) }
+        #expect(o.verdict == .pass, "seed \(seed)")
+    }
+}
+
+@Test func sealedSweepReplaysExactly() {
+    let run = { SweepRunner.run(seed: 31, makeSession: SealedSimEndpoint.shipped) }
     let first = run()
     let again = run()
     #expect(first.trace == again.trace && first.batches == again.batches && first.datagrams == again.datagrams)
@@ -22,7 +33,7 @@ import Testing
 /// The KCP experiment with the real session: every echo arrives, in order, at 5 % loss per direction.
 @Test func arqCompletesTheKCPExperimentInOrder() {
     let r = KCPExperiment.run(seed: 1) { t0 in
-        (ARQSession(connectionID: 1, now: t0), ARQSession(connectionID: 1, now: t0))
+        (ARQSession(now: t0), ARQSession(now: t0))
     }
     #expect(r.inOrder && r.complete)
     #expect(r.rtts.count == KCPExperiment.echoesWanted)
@@ -41,7 +52,7 @@ import Testing
     var c = SweepConfiguration()
     c.maxBatchesPerEndpoint = 60
     for seed in UInt64(101) ... 108 {
-        let o = SweepRunner.run(seed: seed, configuration: c, makeSession: ARQSession.forSweep)
+        let o = SweepRunner.run(seed: seed, configuration: c, makeSession: SealedSimEndpoint.tuned)
         #expect(o.verdict == .pass, "seed \(seed)")
     }
 }
