@@ -8,7 +8,7 @@ public struct DaemonLimits: Sendable, Equatable {
     public var maxRooms = 1024
     public var maxMembersPerRoom = 256
     /// Largest datagram read from a peer; larger ones are dropped and counted.
-    public var maxDatagramBytes = FrameCodec.maxFrameBytes
+    public var maxDatagramBytes = PacketCodec.maxDatagramBytes
     /// Largest native TCP frame; a larger announced length closes the connection.
     public var maxFrameBytes = 1 << 20
     /// New native sessions one source address may open per second (token bucket).
@@ -237,7 +237,7 @@ extension DaemonConfig {
         limits.maxSessions = try number(one("max-sessions"), "max-sessions", 1...1_000_000, limits.maxSessions)
         limits.maxRooms = try number(one("max-rooms"), "max-rooms", 1...StoreLimits().maxRooms, limits.maxRooms)
         limits.maxMembersPerRoom = try number(one("max-members"), "max-members", 1...65_536, limits.maxMembersPerRoom)
-        limits.maxDatagramBytes = try number(one("max-datagram"), "max-datagram", FrameCodec.minFrameBytes...FrameCodec.maxFrameBytes, limits.maxDatagramBytes)
+        limits.maxDatagramBytes = try number(one("max-datagram"), "max-datagram", PacketCodec.minTransportBytes...PacketCodec.maxDatagramBytes, limits.maxDatagramBytes)
         limits.maxFrameBytes = try number(one("max-frame"), "max-frame", 64...(64 << 20), limits.maxFrameBytes)
         limits.newSessionsPerSecond = try number(one("new-sessions-per-second"), "new-sessions-per-second", 1...100_000, limits.newSessionsPerSecond)
         limits.maxHandshakesPerSecond = try number(one("max-handshakes-per-second"), "max-handshakes-per-second", 1...1_000_000, limits.maxHandshakesPerSecond)

@@ -58,6 +58,7 @@ final class NativeStreamConnection: RelaySessionTransport {
     private var closed = false
     private var session: SessionID?
     private var sealed: SealedStreamSession?
+    private var answeredKeyRequest = false
     private var blocked = false
 
     /// Queued bytes above which the relay is told to hold back (it resumes when the queue drains).
@@ -129,8 +130,13 @@ final class NativeStreamConnection: RelaySessionTransport {
             return
         }
         if SealedStreamSession.isKeyRequest(message) {
+            // An unpinned device learns the key; its initiation follows on this stream (once).
+            guard !answeredKeyRequest else {
+                close(reason: "a second key request")
+                return
+            }
+            answeredKeyRequest = true
             write(StreamFrameDecoder.frame(SealedStreamSession.keyReply(key: daemon.staticKey.publicKey)))
-            finishAndClose("key request answered")
             return
         }
         daemon.handshakes.perSecond = daemon.config.limits.maxHandshakesPerSecond

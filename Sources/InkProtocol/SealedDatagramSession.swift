@@ -107,6 +107,10 @@ public final class SealedDatagramSession {
     private var handshakeStartedAt: Instant
     private var reportedHandshakeUnreachable = false
     private var earlyPackets: [[UInt8]] = []
+    /// The ARQ timestamp of the first packet of a send phase: an echo at or past it shows the
+    /// peer holds that phase (key updates wait for it, `TransportKeys`). A phase entered by
+    /// following the peer has none until its first packet goes.
+    private var sendPhaseStart: (phase: UInt64, timestamp: UInt32)?
     /// Messages sent before the handshake completed, within the ARQ's queue bounds (so the ARQ
     /// takes them all when it starts).
     private var pending: [[UInt8]] = []
@@ -409,6 +413,10 @@ public final class SealedDatagramSession {
                 // The daemon's ARQ has received a packet of ours: it holds our address.
                 arq.needsProof = false
             }
+            if let echo = frame.ack?.echoedTimestamp, !keys.sendPhaseAcknowledged, let start = sendPhaseStart,
+               start.phase == keys.sendPhase, SequenceNumber.distance(from: start.timestamp, to: echo) >= 0 {
+                keys.sendPhaseAcknowledged = true
+            }
             arq.handleFrame(frame, datagramBytes: datagram.count, now: now)
             return verdict
         }
@@ -496,8 +504,13 @@ public final class SealedDatagramSession {
     private func pollSealed(now: Instant) -> [UInt8]? {
         guard let arq, let keys, var packet = arq.pollTransmit(now: now, headroom: PacketCodec.transportHeaderBytes,
                                                                tailroom: SessionCryptoSizes.tagBytes) else { return nil }
-        keys.sealDatagram(&packet, connectionID: connectionID, now: now)
+        seal(&packet, arq: arq, keys: keys, now: now)
         return packet
+    }
+
+    private func seal(_ packet: inout [UInt8], arq: ARQSession, keys: TransportKeys, now: Instant) {
+        keys.sealDatagram(&packet, connectionID: connectionID, now: now)
+        if sendPhaseStart?.phase != keys.sendPhase { sendPhaseStart = (keys.sendPhase, arq.newestSentTimestamp) }
     }
 
     private func pollDaemonTransmit(now: Instant) -> (bytes: [UInt8], toCandidate: Bool)? {
@@ -509,7 +522,7 @@ public final class SealedDatagramSession {
         }
         if path.probeWanted, let arq, let keys,
            var probe = arq.pollProbe(now: now, headroom: PacketCodec.transportHeaderBytes, tailroom: SessionCryptoSizes.tagBytes) {
-            keys.sealDatagram(&probe, connectionID: connectionID, now: now)
+            seal(&probe, arq: arq, keys: keys, now: now)
             // Within the candidate's budget, or not at all (its next packet asks again).
             if path.allows(probe.count, toCandidate: true) {
                 path.noteProbeSent(timestamp: arq.newestSentTimestamp, size: probe.count)

@@ -97,7 +97,7 @@ public final class SealedStreamSession {
         self.crypto = crypto
         self.sealing = sealing
         phase = .established
-        keys = TransportKeys(keys: daemonKeys, crypto: crypto, configuration: sealing, now: now)
+        keys = TransportKeys(keys: daemonKeys, crypto: crypto, configuration: sealing, now: now, datagrams: false)
     }
 
     /// The daemon's answer to a first message it cannot accept (then it closes).
@@ -140,7 +140,7 @@ public final class SealedStreamSession {
             if !plain.isEmpty { events.append(.delivered(plain)) }
         case (.response, .handshaking(let initiator)):
             guard let (_, sessionKeys) = initiator.readMessage2(Array(message[1...])) else { throw .keyMismatch(presented: nil) }
-            keys = TransportKeys(keys: sessionKeys, crypto: crypto, configuration: sealing, now: now)
+            keys = TransportKeys(keys: sessionKeys, crypto: crypto, configuration: sealing, now: now, datagrams: false)
             phase = .established
             events.append(.established)
             let queued = pending

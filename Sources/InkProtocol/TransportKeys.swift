@@ -36,6 +36,12 @@ final class TransportKeys {
     private var sendPhaseStartedAt: Instant
     /// The next packet number (datagrams) or message counter (streams) to send.
     private(set) var nextSendNumber: UInt64 = 0
+    /// Datagrams: the peer has acknowledged a packet of the current send phase (the caller
+    /// sets it from the ARQ's echoes). A datagram end updates again only then (RFC 9001 6.2's
+    /// rule): with every packet of a phase lost, the peer could not tell the next from the one
+    /// before. Streams deliver everything in order and need no such proof.
+    var sendPhaseAcknowledged = false
+    private let datagramRules: Bool
 
     // Receiving.
     private var receiveKey: [UInt8]
@@ -54,7 +60,8 @@ final class TransportKeys {
     /// Key updates this end started or followed (statistics).
     private(set) var updates = 0
 
-    init(keys: SessionKeys, crypto: any SessionCrypto, configuration: SealingConfiguration, now: Instant) {
+    init(keys: SessionKeys, crypto: any SessionCrypto, configuration: SealingConfiguration, now: Instant, datagrams: Bool = true) {
+        datagramRules = datagrams
         self.crypto = crypto
         self.configuration = configuration
         sendKey = keys.send
@@ -72,7 +79,7 @@ final class TransportKeys {
     /// Starts a key update when this phase is spent, once the peer has shown it holds it.
     private func updateSendPhaseIfDue(now: Instant) {
         guard sentInPhase >= configuration.rekeyAfterPackets || !(now < sendPhaseStartedAt + configuration.rekeyAfter) else { return }
-        guard receivePhase == sendPhase, openedInReceivePhase else { return }
+        guard receivePhase == sendPhase, openedInReceivePhase, !datagramRules || sendPhaseAcknowledged else { return }
         advanceSendPhase(now: now)
     }
 
@@ -82,6 +89,7 @@ final class TransportKeys {
         sendPhase += 1
         sentInPhase = 0
         sendPhaseStartedAt = now
+        sendPhaseAcknowledged = false
         updates += 1
     }
 

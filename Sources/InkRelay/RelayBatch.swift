@@ -69,7 +69,9 @@ extension Relay {
             return
         }
         if let refusal = admission?.admit(room: m.room, bytes: canonical.count) {
-            // Not the device's fault: not counted against `maxErrorsPerSession`.
+            // Not the device's fault: not counted against `maxErrorsPerSession`, and the number
+            // may come again with this batch or another (docs/protocol.md 5a).
+            room.noteRetryable(m.origin, originSeq: originSeq)
             event(.batchRefused(session: session, refusal.code))
             send(session, .error(refusal.code, originSeq: originSeq, text: refusal.text))
             return
@@ -109,7 +111,7 @@ extension Relay {
         } else {
             isRepeat = originSeq <= seen.lastOriginSeq
         }
-        guard isRepeat else { return .next }
+        guard isRepeat, !seen.retryable.contains(originSeq) else { return .next }
         guard let roomSeq = room.tail.find(origin: origin, originSeq: originSeq), let entry = room.tail.entry(roomSeq) else {
             return .notInLog(.notFound)
         }

@@ -21,6 +21,10 @@ struct OriginState {
     /// until this relay has seen a batch of it (an origin restored from the log, or new): its
     /// first batch sets it.
     var expected: UInt64?
+    /// Numbers below `expected` whose batch the store refused for now (history full, storage
+    /// unavailable): the device may send them again, and that is not a reuse. Newest last,
+    /// at most `RoomState.maxRetryableNumbers`.
+    var retryable: [UInt64] = []
 }
 
 /// A batch appended and not yet durable: its author is acknowledged when it is.
@@ -105,8 +109,22 @@ final class RoomState {
     /// Remembers the producer's latest batch; forgets the longest-unseen producer past the bound.
     func noteOrigin(_ origin: UInt64, originSeq: UInt64, roomSeq: UInt64, limit: Int) {
         makeRoom(for: origin, limit: limit)
-        let expected = origins[origin]?.expected
-        origins[origin] = OriginState(lastOriginSeq: originSeq, lastRoomSeq: roomSeq, expected: expected)
+        var state = origins[origin] ?? OriginState(lastOriginSeq: 0, lastRoomSeq: 0, expected: nil)
+        // The newest number stays the largest (a retried batch may land after a later one).
+        state.lastOriginSeq = max(state.lastOriginSeq, originSeq)
+        state.lastRoomSeq = roomSeq
+        state.retryable.removeAll { $0 == originSeq }
+        origins[origin] = state
+    }
+
+    /// Refused retryable numbers remembered per origin.
+    static let maxRetryableNumbers = 64
+
+    /// The store refused `originSeq` for now: the device may send it again.
+    func noteRetryable(_ origin: UInt64, originSeq: UInt64) {
+        guard origins[origin] != nil, !origins[origin]!.retryable.contains(originSeq) else { return }
+        if origins[origin]!.retryable.count == RoomState.maxRetryableNumbers { origins[origin]!.retryable.removeFirst() }
+        origins[origin]!.retryable.append(originSeq)
     }
 
     /// A session of `origin` sent `originSeq` (taken or refused): the next one must follow it.

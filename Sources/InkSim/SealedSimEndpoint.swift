@@ -107,4 +107,11 @@ public final class SealedSimEndpoint: SimReliableEndpoint {
 
     /// Key updates this end took part in.
     public var keyUpdates: Int { session?.stats.keyUpdates ?? 0 }
+
+    /// What the sealing refused and did, for a replayed seed.
+    public var sealedSummary: String {
+        guard let s = session?.stats else { return "no session" }
+        return "key updates \(s.keyUpdates), unauthenticated \(s.unauthenticated), replayed \(s.replayed), malformed \(s.malformed), "
+            + "unexpected \(s.unexpected), initiations \(s.initiationsSent), responses \(s.responsesSent), held \(s.held)"
+    }
 }

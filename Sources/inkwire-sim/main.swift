@@ -76,15 +76,23 @@ if let healBoundMs { configuration.healBound = .milliseconds(healBoundMs) }
 
 let chosenKind = sessionKind
 let replayOne = replay
+/// The sealed endpoints of the seed being replayed (their counters are printed after it).
+nonisolated(unsafe) var replayedEndpoints: [SealedSimEndpoint] = []
 let makeSession: (SweepSessionSpec) -> any SimReliableEndpoint = { spec in
     if chosenKind == "toy" { return StopAndWaitEndpoint() }
     if chosenKind == "arq" { return ARQSession(now: spec.now) }
-    if chosenKind == "sealed" { return SealedSimEndpoint.shipped(spec) }
+    if chosenKind == "sealed" {
+        let e = SealedSimEndpoint.shipped(spec)
+        if replayOne { replayedEndpoints.append(e) }
+        return e
+    }
     if replayOne {
         let c = ARQSession.sweepConfiguration(spec)
         print("  endpoint \(spec.endpoint) tuning: window \(c.sendWindow)/\(c.receiveWindow), datagram \(c.maxDatagramSize), redundancy \(c.redundantCopies)x\(c.redundancyBytesPerDatagram) B, ack delay \(c.maxAckDelay), queue \(c.maxQueuedMessages) msgs/\(c.maxQueuedBytes) B, pending receive \(c.maxPendingReceiveBytes), seq \(c.initialSequence)/\(c.peerInitialSequence)")
     }
-    return SealedSimEndpoint.tuned(spec)
+    let e = SealedSimEndpoint.tuned(spec)
+    if replayOne { replayedEndpoints.append(e) }
+    return e
 }
 
 // A crash (trap, bad access) must still print its seed first: the handler writes a line
@@ -124,6 +132,8 @@ for seed in seeds {
         worstRecovery = outcome.recovery
         worstRecoverySeed = seed
     }
+    for (i, e) in replayedEndpoints.enumerated() { print("  endpoint \(i) sealing: \(e.sealedSummary)") }
+    replayedEndpoints = []
     switch outcome.verdict {
     case .pass:
         if replay { print("seed \(seed): pass, \(outcome.batches) batches, \(outcome.datagrams) datagrams, recovery \(outcome.recovery.microseconds / 1000) ms, trace \(outcome.trace)") }

@@ -72,7 +72,7 @@ final class ClientRunner {
         var text = "the daemon at \(options.server) did not prove key \(expected)"
         if let presentedKey { text += " (it presents \(PublicKeyText.encode(presentedKey)))" }
         text += ": a rogue daemon, or the daemon's key was replaced"
-        if !pinned { text += "; if it was replaced on purpose, remove its line from \(knownDaemons.path)" }
+        if !pinned, let path = knownDaemons.path { text += "; if it was replaced on purpose, remove its line from \(path)" }
         return text
     }
 
@@ -330,9 +330,8 @@ final class ClientRunner {
         case .serverKeyLearned(let key):
             let text = PublicKeyText.encode(key)
             let kept = knownDaemons.remember(key, for: options.server.address.description)
-            printError(command, "warning: trusting \(options.server)'s key \(text) on first use"
-                       + (kept ? " (kept in \(knownDaemons.path))" : " (could not write \(knownDaemons.path))")
-                       + "; pin it with --server-key \(text)")
+            let place = knownDaemons.path.map { kept ? " (kept in \($0))" : " (could not write \($0))" } ?? " (not kept: no home directory)"
+            printError(command, "warning: trusting \(options.server)'s key \(text) on first use\(place); pin it with --server-key \(text)")
         case .serverKeyMismatch(_, let presented):
             guard !hasJoined, presentedKey == nil else { return true }
             presentedKey = presented

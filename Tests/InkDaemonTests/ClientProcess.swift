@@ -21,7 +21,9 @@ final class ClientProcess {
         errPath = directory + "/inkwire-\(tag).err"
         // `--wrapped-by PROGRAM ARGS...`: run through PROGRAM, which is given the binary itself.
         let argv = arguments.first == "--wrapped-by" ? Array(arguments.dropFirst()) : [ClientProcess.binaryPath] + arguments
-        pid = try ChildSpawn.spawn(argv, environment: ["PATH": "/usr/bin:/bin", "USER": "tester"], redirects: [
+        // Keys learned on first use go to the test's directory, never a real home.
+        pid = try ChildSpawn.spawn(argv, environment: ["PATH": "/usr/bin:/bin", "USER": "tester",
+                                                       "INKWIRE_KNOWN_DAEMONS": directory + "/known-daemons"], redirects: [
             (0, .file("/dev/null")), (1, .file(outPath)), (2, .file(errPath)),
         ])
     }

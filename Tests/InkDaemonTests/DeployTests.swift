@@ -160,7 +160,8 @@ import Testing
         // With every setting switched on (its example values), the daemon accepts the file.
         try Self.withScratch("env") { scratch in
             let enabled = example.split(separator: "\n", omittingEmptySubsequences: false)
-                .filter { !$0.contains("INKWIRE_TOKEN_SECRET_FILE") && !$0.contains("INKWIRE_CONFIG") && !$0.contains("INKWIRE_BRIDGE_PASSWORD_FILE") }
+                .filter { !$0.contains("INKWIRE_TOKEN_SECRET_FILE") && !$0.contains("INKWIRE_CONFIG") && !$0.contains("INKWIRE_BRIDGE_PASSWORD_FILE")
+                    && !$0.contains("INKWIRE_KEY_FILE") }
                 .map { $0.hasPrefix("#INKWIRE_") ? String($0.dropFirst()) : String($0) }
                 .joined(separator: "\n")
                 .replacingOccurrences("[::]:7420", "127.0.0.1:0")

@@ -190,15 +190,21 @@ private func draw(_ h: Harness, _ t: inout Device, batches n: Int) {
     #expect(restored.roomHead("r") == 25)
     #expect(restored.board("r")!.digest == h.relay.board("r")!.digest)
     #expect(throws: RelayRestoreError.outOfOrder(expected: 26, got: 3)) { try restored.restore(h.appended[2]) }
-    // The same user gets the same author; a resent batch is acknowledged, not appended.
+    // The same user gets the same author; a resent batch is acknowledged, not appended, and
+    // the same number with other commands is refused (docs/protocol.md 5a, originSeq rules).
     restored.handleSessionOpened(SessionID(5), transport: .tcp, now: .zero)
     restored.handleMessage(SessionMessageCodec.encode(t.join(have: .upTo(roomSeq: 25, digest: 0))), from: SessionID(5), now: .zero)
-    var fresh = BinaryCodecState()
-    let payload = try BinaryBatchCodec.encode(Batch(author: AuthorID(1), commands: [TimedCommand(timeMs: 0, command: .clear)]), state: &fresh)
-    restored.handleMessage(SessionMessageCodec.encode(ClientMessage.batch(originSeq: 25, payload: payload)), from: SessionID(5), now: .zero)
+    var codec = BinaryCodecState()
+    let other = try BinaryBatchCodec.encode(Batch(author: AuthorID(1), commands: [TimedCommand(timeMs: 0, command: .clear)]), state: &codec)
+    restored.handleMessage(SessionMessageCodec.encode(ClientMessage.batch(originSeq: 25, payload: other)), from: SessionID(5), now: .zero)
+    var stored = BinaryCodecState()
+    let original = try BinaryBatchCodec.decode(h.appended[24].payload, state: &stored)
+    let again = try BinaryBatchCodec.encode(Batch(author: AuthorID(1), commands: original.commands), state: &codec)
+    restored.handleMessage(SessionMessageCodec.encode(ClientMessage.batch(originSeq: 25, payload: again)), from: SessionID(5), now: .zero)
     var out: [RelayOutput] = []
     while let o = restored.pollOutput() { out.append(o) }
     #expect(out.contains(.send(SessionID(5), .joinAccepted(member: AuthorID(1), role: .teacher, roomHead: 25, syncFollows: false))))
+    #expect(out.contains { if case .send(SessionID(5), .error(.originSeqReused, 25, _)) = $0 { true } else { false } })
     #expect(out.contains(.send(SessionID(5), .batchAck(originSeq: 25, roomSeq: 25))))
     #expect(!out.contains { if case .append = $0 { true } else { false } })
     #expect(RelayRecord.parseAuthorLabel(h.appended[0].authorLabel)! == (AuthorID(1), "t"))
