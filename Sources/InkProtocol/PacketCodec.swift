@@ -13,7 +13,7 @@ public enum PacketType: UInt8, Sendable {
     /// The transport type of key phase `phase` (its low bit).
     static func transport(phase: UInt64) -> PacketType { phase & 1 == 0 ? .transportPhase0 : .transportPhase1 }
 
-    var isTransport: Bool { self == .transportPhase0 || self == .transportPhase1 }
+    public var isTransport: Bool { self == .transportPhase0 || self == .transportPhase1 }
 }
 
 /// Why a daemon did not accept an initiation (a `notice` packet, docs/protocol.md 4.5).
