@@ -27,7 +27,7 @@ public func arqSessionInputFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CI
     config.maxQueuedBytes = 32_768
     config.receiveWindow = 32
     config.sendWindow = 32
-    let s = ARQSession(connectionID: 5, configuration: config, now: .milliseconds(1000))
+    let s = ARQSession(configuration: config, now: .milliseconds(1000))
     var now = Instant.milliseconds(1000)
     var sentTimestamps: [UInt32] = []
     var lastPeerTimestamp: UInt32 = 1
@@ -56,7 +56,7 @@ public func arqSessionInputFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CI
         case 2, 3:
             let flags = script.u8() ?? 0
             lastPeerTimestamp &+= UInt32(script.u8() ?? 0)
-            var f = Frame(connectionID: 5, timestamp: lastPeerTimestamp, ackNow: flags & 1 != 0)
+            var f = Frame(timestamp: lastPeerTimestamp, ackNow: flags & 1 != 0)
             if flags & 2 != 0 {
                 let pick = Int(script.u8() ?? 0)
                 let echo = sentTimestamps.isEmpty || flags & 4 != 0 ? script.u32() : sentTimestamps[pick % sentTimestamps.count]
