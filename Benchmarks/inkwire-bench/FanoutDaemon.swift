@@ -11,6 +11,8 @@ final class FanoutDaemon {
     let publicKey: [UInt8]
     /// Started with `--insecure-unsealed-benchmark`.
     let unsealed: Bool
+    /// The ready line's own time (its `time=` field), wall-clock milliseconds.
+    let readyWallMilliseconds: UInt64
     /// Where the daemon's stderr goes (kept when the run fails).
     let logPath: String
 
@@ -31,13 +33,20 @@ final class FanoutDaemon {
 
     /// Starts `inkwired` with limits raised for `sessions` sessions in `rooms` rooms of
     /// `members`, plus `extraArguments`, and waits for its ready line.
-    init(sessions: Int, rooms: Int, members: Int, extraArguments: [String] = [], binary: String? = nil) throws {
+    /// `directory` (kept) and `udpAddress` let a restart reuse the data and the port.
+    init(sessions: Int, rooms: Int, members: Int, extraArguments: [String] = [], binary: String? = nil,
+         directory: String? = nil, udpAddress: String = "127.0.0.1:0") throws {
         let binary = binary ?? FanoutDaemon.binaryPath
-        var template = Array("/tmp/inkwire-bench-fanout-XXXXXX".utf8CString)
-        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else { throw StartFailure(description: "mkdtemp failed") }
-        directory = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        logPath = directory + "/stderr.log"
-        let argv = [binary, "--udp", "127.0.0.1:0", "--tcp", "off", "--data-dir", directory + "/data",
+        if let directory {
+            self.directory = directory
+        } else {
+            var template = Array("/tmp/inkwire-bench-fanout-XXXXXX".utf8CString)
+            guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else { throw StartFailure(description: "mkdtemp failed") }
+            self.directory = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        let directory = self.directory
+        logPath = directory + "/stderr-\(UInt32.random(in: 0...UInt32.max)).log"
+        let argv = [binary, "--udp", udpAddress, "--tcp", "off", "--data-dir", directory + "/data",
                     "--max-sessions", "\(sessions + 1024)", "--max-rooms", "\(max(rooms + 16, 1024))",
                     "--max-members", "\(max(members + 8, 256))", "--new-sessions-per-second", "100000",
                     "--log-level", "warning"] + extraArguments
@@ -56,6 +65,7 @@ final class FanoutDaemon {
         let limit = EventLoopClock.microseconds() + FanoutDaemon.readyLimitMicroseconds
         var found: SocketAddress?
         var key: [UInt8]?
+        var readyAt: UInt64 = 0
         while found == nil && EventLoopClock.microseconds() < limit {
             usleep(5_000)
             var status: Int32 = 0
@@ -68,6 +78,7 @@ final class FanoutDaemon {
                 let value = line[range.upperBound...].prefix { $0 != " " }.filter { $0 != "\"" }
                 if let port = value.split(separator: ":").last.flatMap({ UInt16($0) }) { found = .loopbackIPv4(port: port) }
                 key = BenchSecurity.publicKey(readyLine: line)
+                readyAt = FanoutDaemon.wallMilliseconds(logLine: line) ?? 0
             }
         }
         guard let found, let key else {
@@ -79,6 +90,39 @@ final class FanoutDaemon {
         udp = found
         publicKey = key
         unsealed = extraArguments.contains(BenchSecurity.unsealedDaemonArgument)
+        readyWallMilliseconds = readyAt
+    }
+
+    /// The `time=YYYY-MM-DDTHH:MM:SS.mmmZ` field of a log line, as Unix milliseconds.
+    static func wallMilliseconds(logLine line: Substring) -> UInt64? {
+        guard let range = line.range(of: "time=") else { return nil }
+        let text = line[range.upperBound...].prefix(24)
+        let digits = text.map { $0 }
+        guard digits.count == 24 else { return nil }
+        func number(_ from: Int, _ count: Int) -> Int32 { Int32(String(digits[from..<(from + count)])) ?? 0 }
+        var parts = tm()
+        parts.tm_year = number(0, 4) - 1900
+        parts.tm_mon = number(5, 2) - 1
+        parts.tm_mday = number(8, 2)
+        parts.tm_hour = number(11, 2)
+        parts.tm_min = number(14, 2)
+        parts.tm_sec = number(17, 2)
+        let seconds = timegm(&parts)
+        return UInt64(seconds) * 1000 + UInt64(number(20, 3))
+    }
+
+    /// Wall-clock Unix milliseconds now.
+    static func wallMillisecondsNow() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
+    }
+
+    /// Ends the daemon with SIGKILL (a crash): nothing is said to anyone, the data stays.
+    func crash() {
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
     }
 
     /// How members seal their sessions with this daemon.

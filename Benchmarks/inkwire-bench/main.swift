@@ -13,6 +13,8 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "netns-link" { r
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "loss" { runLossBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "mqtt-chaos" { runMQTTChaos(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "bridge" { runBridgeBench(Array(CommandLine.arguments.dropFirst(2))) }
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "restart" { runRestartBench(Array(CommandLine.arguments.dropFirst(2))) }
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "sealing" { runSealingBench(Array(CommandLine.arguments.dropFirst(2))) }
 print("""
     usage: inkwire-bench SUBCOMMAND [OPTIONS]   (one JSON object per line, then a table)
       kcp-experiment  KCP's latency test, Inkwire and real KCP  udp-loopback  raw UDP round trips
@@ -22,6 +24,8 @@ print("""
       netns-link      packet-level impaired link (root)         loss          packet loss: inkwired, ENet, kcptun
       mqtt-chaos      MQTT proxy: delay, duplicate, burst publishes
       bridge          N daemons bridged through mosquitto
+      restart         UDP devices offline after a daemon crash and restart
+      sealing         bytes sealing adds per datagram and per join; AES-GCM cost
       codec-entropy   the entropy figures behind the codec size target
       codec-size-lab  codec size experiments (cross-validated tables)
     """)

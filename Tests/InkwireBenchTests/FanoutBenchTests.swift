@@ -20,7 +20,7 @@ import Testing
     for field in ["sessions", "rooms", "members", "cpu_percent", "rss_mb", "added_p50_ms", "added_p99_ms", "completeness"] {
         #expect(json.contains("\"\(field)\":"), "\(field) missing in \(json)")
     }
-    #expect(json.hasPrefix("{\"bench\":\"fanout\",\"sessions\":6,\"rooms\":2,\"members\":3,"))
+    #expect(json.hasPrefix("{\"bench\":\"fanout\",\"sealing\":\"on\",\"sessions\":6,\"rooms\":2,\"members\":3,"))
     #expect(json.contains("\"completeness\":1.0,"))
 }
 
