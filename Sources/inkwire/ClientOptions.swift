@@ -126,6 +126,9 @@ struct ServerURL: CustomStringConvertible {
     }
 
     var description: String { "\(scheme.rawValue)://\(host):\(port)" }
+
+    /// `HOST:PORT` as given: the daemon's name in `known-daemons` (a name, not what it resolves to).
+    var hostAndPort: String { "\(host):\(port)" }
 }
 
 /// What every client command takes.

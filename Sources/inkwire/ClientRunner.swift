@@ -62,7 +62,7 @@ final class ClientRunner {
             ? .datagram(connectionID: UInt64.random(in: 1...UInt64.max)) : .stream
         var configuration = configuration
         pinned = configuration.serverKey != nil
-        if configuration.serverKey == nil { configuration.serverKey = knownDaemons.key(for: options.server.address.description) }
+        if configuration.serverKey == nil { configuration.serverKey = knownDaemons.key(for: options.server.hostAndPort) }
         session = ClientSession(configuration, transport: transport, crypto: OpenSSLCrypto.shared, now: Instant(microseconds: loop.now))
     }
 
@@ -329,7 +329,7 @@ final class ClientRunner {
             }
         case .serverKeyLearned(let key):
             let text = PublicKeyText.encode(key)
-            let kept = knownDaemons.remember(key, for: options.server.address.description)
+            let kept = knownDaemons.remember(key, for: options.server.hostAndPort)
             let place = knownDaemons.path.map { kept ? " (kept in \($0))" : " (could not write \($0))" } ?? " (not kept: no home directory)"
             printError(command, "warning: trusting \(options.server)'s key \(text) on first use\(place); pin it with --server-key \(text)")
         case .serverKeyMismatch(_, let presented):
