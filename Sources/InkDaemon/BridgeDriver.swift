@@ -28,6 +28,10 @@ final class BridgeDriver: RelayBridgeHook {
     private let timer: LoopTimer
     private let reader: StoreLogReader
     private var closed = false
+    private var lastConnectFailure = ""
+    private var lastConnectFailureLoggedAt: UInt64 = 0
+    /// The same connect error is logged again after this long, µs.
+    static let connectFailureLogIntervalMicroseconds: UInt64 = 60_000_000
 
     init(loop: EventLoop, settings: BridgeSettings, daemonID: String, driver: RelayDriver, store: RoomLogStore,
          logger: Logger, registry: MetricsRegistry) throws(ConfigError) {
@@ -43,6 +47,10 @@ final class BridgeDriver: RelayBridgeHook {
         mqtt.maximumPayloadBytes = BridgeWire.maxMessageBytes
         mqtt.username = settings.username
         mqtt.password = try settings.readPassword()
+        if let tls = settings.tls {
+            try tls.checkFiles()
+            mqtt.tls = tls.client
+        }
         do {
             client = try MQTTClient(loop: loop, configuration: mqtt)
             timer = try LoopTimer(loop: loop)
@@ -62,6 +70,7 @@ final class BridgeDriver: RelayBridgeHook {
             self.core.handleConnected(now: self.now)
             self.driver.drain()
         }
+        client.onConnectFailed = { [weak self] error in self?.connectFailed(error) }
         client.onDisconnect = { [weak self] error in
             guard let self else { return }
             self.logger.warning("bridge disconnected; reconnecting", ["error": error])
@@ -75,6 +84,21 @@ final class BridgeDriver: RelayBridgeHook {
         }
         client.start()
         driver.drain()
+    }
+
+    /// Logs a failed attempt (retried with backoff) when its error differs from the last one
+    /// logged or a minute has passed: a wrong CA or a refused password shows at once and
+    /// stays visible, without a line per retry.
+    private func connectFailed(_ error: MQTTError) {
+        metrics.connectFailures.increment()
+        // The same failure shows in libmosquitto's connect or its first read: one kind.
+        let kind = "\(error.code) \(error.detail ?? "")"
+        guard kind != lastConnectFailure || loop.now &- lastConnectFailureLoggedAt >= BridgeDriver.connectFailureLogIntervalMicroseconds else { return }
+        lastConnectFailure = kind
+        lastConnectFailureLoggedAt = loop.now
+        let refusedCertificate = error.detail?.contains("certificate verify failed") == true
+        logger.warning("bridge cannot connect; retrying", ["broker": "\(settings.host):\(settings.port)", "tls": settings.tls != nil, "error": error,
+                                                          "hint": refusedCertificate ? "the broker's certificate does not chain to --bridge-ca-file or does not name \(settings.host)" : "-"])
     }
 
     func close() {
@@ -197,6 +221,7 @@ final class BridgeDaemonMetrics {
     let reorderHeld: Gauge
     let connected: Gauge
     let roomsLed: Gauge
+    let connectFailures: Counter
     private var last = BridgeMetrics()
 
     init(registry: MetricsRegistry) {
@@ -212,6 +237,7 @@ final class BridgeDaemonMetrics {
         reorderHeld = registry.gauge("inkwire_bridge_reorder_held", help: "Records and forwards held behind a gap now.")
         connected = registry.gauge("inkwire_bridge_connected", help: "1 while connected to the broker.")
         roomsLed = registry.gauge("inkwire_bridge_rooms_led", help: "Rooms this daemon is the home of.")
+        connectFailures = registry.counter("inkwire_bridge_connect_failures_total", help: "Broker connection attempts that failed (refused, unreachable, TLS).")
     }
 
     func update(_ m: BridgeMetrics, connected isConnected: Bool, led: Int) {
@@ -241,6 +267,6 @@ extension Daemon {
         driver.bridge = bridge
         self.bridge = bridge
         logger.info("bridge configured", ["broker": "\(settings.host):\(settings.port)", "prefix": settings.topicPrefix, "daemon_id": id,
-                                          "user": settings.username ?? "-", "retain": "full"])
+                                          "user": settings.username ?? "-", "tls": settings.tls == nil ? "off" : "on", "retain": "full"])
     }
 }

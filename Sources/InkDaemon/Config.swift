@@ -32,6 +32,12 @@ public struct DaemonLimits: Sendable, Equatable {
 public struct LegacyBinding: Sendable, Equatable {
     public var address: SocketAddress
     public var room: String
+    /// `--legacy HOST:PORT=ROOM@CIDR,CIDR...`: the only networks whose devices the listener
+    /// admits (a device elsewhere is refused at accept). Empty: every address.
+    public var networks: [AddressPrefix] = []
+
+    /// Most networks one listener takes (a school's few subnets; each accept checks them all).
+    public static let maxNetworks = 64
 }
 
 /// What `inkwired` was asked to do.
@@ -200,7 +206,7 @@ extension DaemonConfig {
         if let list = values["tcp"] { config.tcp = try addresses(list, flag: "tcp") }
         if let list = values["legacy"] {
             config.legacy = []
-            for text in list { config.legacy.append(try legacyBinding(text)) }
+            for text in list { try addLegacyListener(text, to: &config.legacy) }
         }
         if let dir = one("data-dir") {
             guard !dir.isEmpty else { throw ConfigError("--data-dir must not be empty") }
@@ -222,7 +228,8 @@ extension DaemonConfig {
         config.tokenSecretFile = one("token-secret-file")
         if let text = one("metrics"), text != "off" { config.metrics = try address(text, flag: "metrics") }
         config.bridge = try BridgeSettings.parse(url: one("bridge"), prefix: one("bridge-topic-prefix"), daemonID: one("bridge-daemon-id"),
-                                                 passwordFile: one("bridge-password-file"))
+                                                 passwordFile: one("bridge-password-file"),
+                                                 tls: BridgeTLS(caFile: one("bridge-ca-file"), certificateFile: one("bridge-cert-file"), keyFile: one("bridge-key-file")))
         if let text = one("log-level") {
             guard let level = LogLevel(parsing: text) else {
                 throw ConfigError("--log-level '\(text)': expected one of \(LogLevel.acceptedNames)")
@@ -283,8 +290,42 @@ extension DaemonConfig {
         return out
     }
 
+    /// `HOST:PORT=ROOM` or `HOST:PORT=ROOM@CIDR,CIDR...`. The environment and the config file
+    /// separate repeated values with commas too, so there a piece without `=` continues the
+    /// network list of the listener before it.
+    private static func addLegacyListener(_ text: String, to bindings: inout [LegacyBinding]) throws(ConfigError) {
+        if !text.contains("="), let last = bindings.indices.last, !bindings[last].networks.isEmpty {
+            bindings[last].networks += try legacyNetworks(Substring(text), whole: text)
+            guard bindings[last].networks.count <= LegacyBinding.maxNetworks else {
+                throw ConfigError("--legacy: at most \(LegacyBinding.maxNetworks) networks per listener")
+            }
+            return
+        }
+        guard let equals = text.firstIndex(of: "="), let at = text[equals...].lastIndex(of: "@") else {
+            bindings.append(try legacyBinding(text))
+            return
+        }
+        var binding = try legacyBinding(String(text[..<at]))
+        binding.networks = try legacyNetworks(text[text.index(after: at)...], whole: text)
+        bindings.append(binding)
+    }
+
+    private static func legacyNetworks(_ list: Substring, whole: String) throws(ConfigError) -> [AddressPrefix] {
+        let pieces = list.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingSpaces() }
+        guard pieces.count <= LegacyBinding.maxNetworks else {
+            throw ConfigError("--legacy '\(whole)': at most \(LegacyBinding.maxNetworks) networks per listener")
+        }
+        var networks: [AddressPrefix] = []
+        for piece in pieces {
+            do { networks.append(try AddressPrefix.parse(piece)) } catch {
+                throw ConfigError("--legacy '\(whole)': \(error) (networks are CIDR,CIDR...: 10.0.0.0/8, fd00::/8; ROOM must not contain '@')")
+            }
+        }
+        return networks
+    }
+
     private static func legacyBinding(_ text: String) throws(ConfigError) -> LegacyBinding {
-        guard let equals = text.firstIndex(of: "=") else { throw ConfigError("--legacy '\(text)': expected HOST:PORT=ROOM") }
+        guard let equals = text.firstIndex(of: "=") else { throw ConfigError("--legacy '\(text)': expected HOST:PORT=ROOM[@CIDR,CIDR...]") }
         let room = String(text[text.index(after: equals)...])
         guard !room.isEmpty, room.utf8.count <= maxRoomNameBytes,
               room.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }) else {

@@ -38,7 +38,7 @@ public struct ConfigFlag: Sendable {
     public static let all: [ConfigFlag] = [
         ConfigFlag("udp", "HOST:PORT", "native UDP (ARQ) listener; port 0 picks one; 'off' disables (default \(defaultUDP), IPv4 and IPv6)", repeatable: true),
         ConfigFlag("tcp", "HOST:PORT", "native TCP listener (length-prefixed frames); 'off' disables (default \(defaultTCP))", repeatable: true),
-        ConfigFlag("legacy", "HOST:PORT=ROOM", "HYWhiteboard listener whose devices join ROOM (default none)", repeatable: true),
+        ConfigFlag("legacy", "HOST:PORT=ROOM[@CIDRS]", "HYWhiteboard listener whose devices join ROOM; with @CIDR,CIDR... only devices from those networks (IPv4, IPv6), others refused at accept (default none; legacy apps cannot encrypt)", repeatable: true),
         ConfigFlag("data-dir", "DIR", "room history directory, SQLite (default \(defaultDataDir))"),
         ConfigFlag("durability", "MODE", "always | batch | off: when a batch counts as durable (default batch)"),
         ConfigFlag("retain", "WHAT", "full | board: keep every batch, or compact to the board (default board)"),
@@ -48,10 +48,13 @@ public struct ConfigFlag: Sendable {
         ConfigFlag("key-file", "FILE", "the daemon's private key, 64 hex digits (e.g. a systemd credential); never written (default: daemon-key in --data-dir, created mode 0600)"),
         ConfigFlag("print-public-key", nil, "print the daemon's public key (creating the key if needed) for devices to pin, and exit"),
         ConfigFlag("metrics", "HOST:PORT", "serve Prometheus /metrics here (default off)"),
-        ConfigFlag("bridge", "mqtt://HOST:PORT", "share rooms with other daemons through this MQTT broker (mqtt://USER@HOST:PORT logs in as USER); keeps full history (--retain full) (default off)"),
+        ConfigFlag("bridge", "mqtt://HOST:PORT", "share rooms with other daemons through this MQTT broker (mqtt://USER@HOST:PORT logs in as USER; mqtts:// for TLS); keeps full history (--retain full) (default off)"),
         ConfigFlag("bridge-topic-prefix", "PREFIX", "topic prefix on the broker (default \(BridgeSettings.defaultTopicPrefix))"),
         ConfigFlag("bridge-daemon-id", "ID", "this daemon's id on the broker (default: a random id kept in the data dir)"),
         ConfigFlag("bridge-password-file", "FILE", "password of the broker user in --bridge mqtt://USER@HOST:PORT: the file's first line (default none)"),
+        ConfigFlag("bridge-ca-file", "FILE", "with mqtts://: PEM CA certificates the broker's certificate must chain to (default the system's, \(BridgeTLS.systemCADirectory))"),
+        ConfigFlag("bridge-cert-file", "FILE", "with mqtts://: client certificate (PEM) for a broker that requires one, with --bridge-key-file (default none)"),
+        ConfigFlag("bridge-key-file", "FILE", "with mqtts://: the client certificate's unencrypted private key (PEM), not readable by others (default none)"),
         ConfigFlag("log-level", "LEVEL", "debug | info | notice | warning | error (default info; reloaded on SIGHUP)", reloadable: true),
         ConfigFlag("config", "FILE", "file of INKWIRE_NAME=value lines (as deploy/inkwired.env), re-read on SIGHUP"),
         ConfigFlag("max-sessions", "N", "most native sessions at once (default \(DaemonLimits.defaults.maxSessions); reloaded on SIGHUP)", reloadable: true),
@@ -98,13 +101,13 @@ public struct ConfigFlag: Sendable {
         for flag in all where !flag.hidden {
             var left = "  --\(flag.name)"
             if let value = flag.value { left += " \(value)" }
-            let pad = max(1, 34 - left.count)
+            let pad = max(2, 34 - left.count)  // two spaces at least: deploy/gen-man.sh splits there
             out += left + String(repeating: " ", count: pad) + flag.help + "\n"
         }
         out += "\nCommands:\n"
         for command in DaemonCommand.allCases {
             let left = "  \(command.rawValue) --\(command.option.name) \(command.option.value)"
-            out += left + String(repeating: " ", count: max(1, 34 - left.count)) + command.option.help + "\n"
+            out += left + String(repeating: " ", count: max(2, 34 - left.count)) + command.option.help + "\n"
         }
         out += """
 

@@ -38,7 +38,8 @@ extension Daemon {
         for transport in udp { logger.info("listening", ["transport": "udp", "address": transport.localAddress?.description ?? "?"]) }
         for transport in tcp { logger.info("listening", ["transport": "tcp", "address": transport.localAddress?.description ?? "?"]) }
         for listener in legacyListeners {
-            logger.info("listening", ["transport": "legacy", "address": listener.localAddress?.description ?? "?", "room": listener.room])
+            logger.info("listening", ["transport": "legacy", "address": listener.localAddress?.description ?? "?", "room": listener.room,
+                                      "networks": listener.networks.isEmpty ? "any" : listener.networks.map(\.description).joined(separator: ",")])
         }
         if let address = metricsServer?.localAddress { logger.info("listening", ["transport": "metrics", "address": address]) }
     }
@@ -61,18 +62,22 @@ extension Daemon {
         if plain.isEmpty && named.isEmpty {
             for binding in config.legacy {
                 let listener = try TCPListener(loop: loop, bindTo: binding.address)
-                legacyListeners.append(try LegacyListener(listener: listener, room: binding.room, context: legacyContext))
+                legacyListeners.append(try LegacyListener(listener: listener, room: binding.room, networks: binding.networks, context: legacyContext))
             }
             return
         }
         for socket in named {
             let room = String(socket.name.dropFirst("legacy-".count))
-            legacyListeners.append(try LegacyListener(listener: try TCPListener(loop: loop, adopting: socket.fd), room: room, context: legacyContext))
+            // The networks of a --legacy flag for the same room, if there is one.
+            let networks = config.legacy.first { $0.room == room }?.networks ?? []
+            legacyListeners.append(try LegacyListener(listener: try TCPListener(loop: loop, adopting: socket.fd), room: room, networks: networks,
+                                                      context: legacyContext))
         }
         // Unnamed legacy sockets take the rooms of the --legacy flags, in order.
         for binding in config.legacy {
             guard let fd = plain.popFirst() else { break }
-            legacyListeners.append(try LegacyListener(listener: try TCPListener(loop: loop, adopting: fd), room: binding.room, context: legacyContext))
+            legacyListeners.append(try LegacyListener(listener: try TCPListener(loop: loop, adopting: fd), room: binding.room, networks: binding.networks,
+                                                      context: legacyContext))
         }
         if !plain.isEmpty { logger.warning("adopted legacy sockets without a room are ignored", ["count": plain.count]) }
     }

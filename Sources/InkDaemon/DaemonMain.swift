@@ -64,12 +64,13 @@ public enum DaemonMain {
                 // A --key-file must be readable; the data dir's key is made at the first start.
                 if config.keyFile != nil { _ = try DaemonKey.load(config, crypto: OpenSSLCrypto.shared) }
                 _ = try config.bridge?.readPassword()
+                try config.bridge?.tls?.checkFiles()
                 if let problem = FileSystem.makeDirectories(config.dataDir) { throw ConfigError("--data-dir \(problem)") }
             } catch {
                 printError("inkwired: \(error)")
                 return configErrorExitCode
             }
-            print("inkwired: configuration ok (udp \(list(config.udp)), tcp \(list(config.tcp)), legacy \(config.legacy.isEmpty ? "off" : config.legacy.map { "\($0.address)=\($0.room)" }.joined(separator: ",")), data-dir \(config.dataDir), tokens \(config.tokenSecretFile == nil ? "open" : "required"))")
+            print("inkwired: configuration ok (udp \(list(config.udp)), tcp \(list(config.tcp)), legacy \(config.legacy.isEmpty ? "off" : config.legacy.map { "\($0.address)=\($0.room)" + ($0.networks.isEmpty ? "" : "@" + $0.networks.map(\.description).joined(separator: ",")) }.joined(separator: " ")), data-dir \(config.dataDir), tokens \(config.tokenSecretFile == nil ? "open" : "required"))")
             return 0
         }
         let logger = Logger(level: config.logLevel, environment: environment)

@@ -20,6 +20,7 @@ final class DaemonMetrics {
     private let errorCounter: Counter
     let connectionsAccepted: Counter
     let legacyMessages: Counter
+    let legacyRefused: Counter
     let storePending: Gauge
     let storeCommits: Counter
     let storeCommitSeconds: FractionalCounter
@@ -47,6 +48,8 @@ final class DaemonMetrics {
         errorCounter = registry.counter("inkwire_errors_total", help: "Errors, by kind.", labels: ["kind"])
         connectionsAccepted = registry.counter("inkwire_connections_accepted_total", help: "TCP connections accepted, by listener.", labels: ["transport"])
         legacyMessages = registry.counter("inkwire_legacy_messages_total", help: "Legacy text messages, by direction.", labels: ["direction"])
+        legacyRefused = registry.counter("inkwire_legacy_refused_total",
+                                         help: "Legacy connections closed at accept: the address is outside the listener's networks, by room.", labels: ["room"])
         storePending = registry.gauge("inkwire_store_pending_ops", help: "Appends not yet durable.")
         storeCommits = registry.counter("inkwire_store_commits_total", help: "Room log commits (transactions made durable) since start.")
         storeCommitSeconds = registry.fractionalCounter("inkwire_store_commit_seconds_total",

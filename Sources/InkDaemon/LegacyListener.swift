@@ -1,17 +1,21 @@
 import InkUV
 
 /// One `--legacy HOST:PORT=ROOM` listener: every HYWhiteboard app that connects joins `room`
-/// as a new author (see `LegacyPeer`).
+/// as a new author (see `LegacyPeer`). With `@CIDR,...` only apps from those networks do; any
+/// other connection is closed at accept, counted and logged (`LegacyRefusalLog`).
 final class LegacyListener {
     let room: String
     let listener: TCPListener
+    /// The networks admitted; empty: every address.
+    let networks: [AddressPrefix]
     private let context: LegacyContext
     private var peers: [ObjectIdentifier: LegacyPeer] = [:]
     private var nextPeerNumber: UInt64 = 1
 
-    init(listener: TCPListener, room: String, context: LegacyContext) throws(UVError) {
+    init(listener: TCPListener, room: String, networks: [AddressPrefix] = [], context: LegacyContext) throws(UVError) {
         self.listener = listener
         self.room = room
+        self.networks = networks
         self.context = context
         listener.onError = { [weak self] error in
             self?.context.metrics.errors(kind: "accept").increment()
@@ -25,6 +29,7 @@ final class LegacyListener {
     var peerCount: Int { peers.count }
 
     private func accept(_ connection: TCPConnection) {
+        guard admits(connection) else { return }
         context.metrics.connectionsAccepted.labels("legacy").increment()
         context.tcpRetransmitPolicy.apply(to: connection)
         let number = nextPeerNumber
@@ -34,6 +39,24 @@ final class LegacyListener {
         }
         peers[ObjectIdentifier(peer)] = peer
         peer.start()
+    }
+
+    /// Whether the device's address is in `networks`; a refused connection is closed here.
+    /// Legacy apps cannot encrypt or prove who they are: the network is the only check.
+    private func admits(_ connection: TCPConnection) -> Bool {
+        guard !networks.isEmpty else { return true }
+        let remote = connection.remoteAddress
+        if let remote, networks.contains(where: { $0.contains(remote) }) { return true }
+        connection.close()
+        context.metrics.legacyRefused.labels(room).increment()
+        let host = remote.map { $0.unmappedIPv4.withPort(0) }
+        if let earlier = context.refusals.record(host, now: context.loop.now) {
+            context.logger.warning("legacy device refused: its address is outside the listener's networks", [
+                "room": room, "address": host?.host ?? "?", "listener": localAddress?.description ?? "?",
+                "networks": networks.map(\.description).joined(separator: ","), "refused_unlogged": earlier,
+            ])
+        }
+        return false
     }
 
     /// Stops accepting new devices (shutdown); connected ones stay until `closePeers`.
@@ -56,6 +79,8 @@ final class LegacyContext {
     /// High bits of every legacy peer's producer id, random per daemon start, so batches of a
     /// connection after a restart never look like duplicates of an earlier one.
     let originBase: UInt64
+    /// When each refused address was last logged (all listeners).
+    let refusals = LegacyRefusalLog()
 
     init(loop: EventLoop, driver: RelayDriver, logger: Logger, metrics: DaemonMetrics, limits: DaemonLimits,
          tcpRetransmitPolicy: TCPRetransmitPolicy) {

@@ -34,11 +34,33 @@ public final class MQTTClient {
         /// User name and password sent in CONNECT (the broker's `password_file` and ACLs).
         public var username: String?
         public var password: String?
+        /// TLS to the broker (`mqtts://`); nil: plain TCP.
+        public var tls: TLS?
 
         public init(host: String, port: Int32, clientID: String? = nil) {
             self.host = host
             self.port = port
             self.clientID = clientID
+        }
+    }
+
+    /// TLS through libmosquitto (OpenSSL): the broker's certificate must chain to `caFile` (or
+    /// a CA in `caDirectory`) and name the host connected to; TLS 1.2 or newer.
+    public struct TLS: Sendable, Equatable {
+        /// PEM file of the CA certificates that may sign the broker's certificate.
+        public var caFile: String?
+        /// Directory of hashed CA certificates (`c_rehash`), used when `caFile` is nil.
+        public var caDirectory: String?
+        /// Client certificate (PEM) and its unencrypted private key, for brokers that require
+        /// one (`require_certificate true`); both or neither.
+        public var certificateFile: String?
+        public var keyFile: String?
+
+        public init(caFile: String? = nil, caDirectory: String? = nil, certificateFile: String? = nil, keyFile: String? = nil) {
+            self.caFile = caFile
+            self.caDirectory = caDirectory
+            self.certificateFile = certificateFile
+            self.keyFile = keyFile
         }
     }
 
@@ -68,6 +90,10 @@ public final class MQTTClient {
     public static let maximumTopicBytes = 65_535
     /// Subscriptions remembered for resubscription.
     public static let maximumSubscriptions = 1024
+    /// libmosquitto error lines kept per connection attempt, and their length (they explain a
+    /// failed attempt: a TLS handshake's OpenSSL errors, an unreadable key).
+    static let maximumLibraryErrors = 4
+    static let maximumLibraryErrorBytes = 300
 
     public let configuration: Configuration
     public private(set) var state: State = .idle
@@ -80,6 +106,8 @@ public final class MQTTClient {
     public var onConnect: (() -> Void)?
     /// Called when an established connection is lost (a reconnect is already scheduled).
     public var onDisconnect: ((MQTTError) -> Void)?
+    /// Called when an attempt fails before CONNACK (refused, unreachable, TLS); it is retried.
+    public var onConnectFailed: ((MQTTError) -> Void)?
     public var onMessage: ((Message) -> Void)?
 
     private let loop: EventLoop
@@ -94,9 +122,12 @@ public final class MQTTClient {
     /// Set by libmosquitto callbacks, acted on once the library call has returned.
     private var pendingLoss: MQTTError?
     private var pendingEvents: [Event] = []
+    /// What libmosquitto logged as errors during the current attempt or connection.
+    private var libraryErrors: [String] = []
 
     private enum Event {
         case connected
+        case connectFailed(MQTTError)
         case disconnected(MQTTError)
         case message(Message)
     }
@@ -134,6 +165,18 @@ public final class MQTTClient {
                 throw MQTTError(code: rc, operation: "mosquitto_username_pw_set")
             }
         }
+        if let tls = configuration.tls {
+            // No passphrase prompt: a daemon has no terminal, an encrypted key simply fails.
+            let rc = mosquitto_tls_set(handle, tls.caFile, tls.caDirectory, tls.certificateFile, tls.keyFile) { _, _, _, _ in 0 }
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                mosquitto_destroy(handle)
+                mosq = nil
+                housekeeping.close()
+                reconnectTimer.close()
+                let files = [tls.caFile, tls.caDirectory, tls.certificateFile, tls.keyFile].compactMap { $0 }.joined(separator: ", ")
+                throw MQTTError(code: rc, operation: "TLS settings (\(files)): a file or directory cannot be read")
+            }
+        }
         // Nagle off (libmosquitto leaves it on): a small write waiting behind an unacknowledged
         // one (a PUBACK just sent, which the broker acknowledges only with its delayed ACK) would
         // hold every publish behind it for tens of milliseconds.
@@ -145,6 +188,10 @@ public final class MQTTClient {
         }
         mosquitto_disconnect_callback_set(handle) { _, object, rc in
             MQTTClient.from(object)?.libraryDisconnected(rc)
+        }
+        mosquitto_log_callback_set(handle) { _, object, level, text in
+            guard level & Int32(MOSQ_LOG_ERR) != 0, let text else { return }
+            MQTTClient.from(object)?.libraryLogged(String(cString: text))
         }
         mosquitto_message_callback_set(handle) { _, object, message in
             guard let message else { return }
@@ -227,6 +274,7 @@ public final class MQTTClient {
         state = .connecting
         attemptStartedAt = loop.now
         pendingLoss = nil
+        libraryErrors = []
         let rc = mosquitto_connect_async(mosq, configuration.host, configuration.port, configuration.keepaliveSeconds)
         if rc != MOSQ_ERR_SUCCESS.rawValue {
             connectionEnded(MQTTError(code: rc, operation: "connect \(configuration.host):\(configuration.port)"))
@@ -251,11 +299,13 @@ public final class MQTTClient {
         dispatchEvents()
     }
 
-    private func connectionEnded(_ error: MQTTError) {
+    private func connectionEnded(_ reported: MQTTError) {
         guard state == .connecting || state == .connected else { return }
         closePoll()
+        let error = libraryErrors.isEmpty ? reported : reported.explained(by: libraryErrors.joined(separator: "; "))
+        libraryErrors = []
         lastError = error
-        if state == .connected { pendingEvents.append(.disconnected(error)) }
+        pendingEvents.append(state == .connected ? .disconnected(error) : .connectFailed(error))
         state = .waitingToReconnect
         reconnectTimer.start(afterMicroseconds: backoff.nextDelay()) { [weak self] in
             self?.attemptConnect()
@@ -352,6 +402,18 @@ public final class MQTTClient {
         pendingEvents.append(.connected)
     }
 
+    private func libraryLogged(_ text: String) {
+        guard libraryErrors.count < MQTTClient.maximumLibraryErrors else { return }
+        var line = text
+        if line.utf8.count > MQTTClient.maximumLibraryErrorBytes { line = String(line.prefix(MQTTClient.maximumLibraryErrorBytes)) + "..." }
+        // OpenSSL's own line for a refused certificate says only that; the chain's verdict says why.
+        if line.contains("certificate verify failed"), let mosq, let ssl = mosquitto_ssl_get(mosq) {
+            let verdict = SSL_get_verify_result(OpaquePointer(ssl))
+            if verdict != Int(X509_V_OK), let reason = X509_verify_cert_error_string(verdict) { line += " (\(String(cString: reason)))" }
+        }
+        libraryErrors.append(line)
+    }
+
     private func libraryDisconnected(_ rc: Int32) {
         guard state == .connecting || state == .connected, pendingLoss == nil else { return }
         pendingLoss = MQTTError(code: rc == 0 ? MQTTError.connectionLost : rc, operation: "disconnected")
@@ -383,6 +445,7 @@ public final class MQTTClient {
         while !pendingEvents.isEmpty, state != .closed {
             switch pendingEvents.removeFirst() {
             case .connected: onConnect?()
+            case .connectFailed(let error): onConnectFailed?(error)
             case .disconnected(let error): onDisconnect?(error)
             case .message(let message): onMessage?(message)
             }

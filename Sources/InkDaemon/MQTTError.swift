@@ -9,6 +9,8 @@ public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
     public let message: String
     /// What was being done.
     public let operation: String
+    /// What libmosquitto logged about it (OpenSSL's reasons for a failed TLS handshake), if anything.
+    public private(set) var detail: String?
 
     public init(code: Int32, operation: String) {
         self.code = code
@@ -20,7 +22,14 @@ public struct MQTTError: Error, Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String { "\(operation): \(message) (mosquitto \(code))" }
+    public var description: String { "\(operation): \(message) (mosquitto \(code))" + (detail.map { ": " + $0 } ?? "") }
+
+    /// The same error with libmosquitto's explanation.
+    func explained(by detail: String) -> MQTTError {
+        var copy = self
+        copy.detail = detail
+        return copy
+    }
 
     /// Throws for any result other than `MOSQ_ERR_SUCCESS`.
     static func check(_ result: Int32, _ operation: @autoclosure () -> String) throws(MQTTError) {

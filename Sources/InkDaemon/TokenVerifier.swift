@@ -85,11 +85,12 @@ public struct TokenVerifier: Sendable, Equatable {
     }
 
     /// The secret from a file's bytes: trailing newlines (an editor's) are not part of it.
-    public init(fileContents: [UInt8], path: String) throws(ConfigError) {
+    /// `flag` names the setting in errors (`inkwire token` reads it as `--secret-file`).
+    public init(fileContents: [UInt8], path: String, flag: String = "--token-secret-file") throws(ConfigError) {
         var bytes = fileContents
         while let last = bytes.last, last == 0x0a || last == 0x0d { bytes.removeLast() }
         guard let verifier = TokenVerifier(secret: bytes) else {
-            throw ConfigError("--token-secret-file \(path): the secret must be \(TokenVerifier.minimumSecretBytes) to \(TokenVerifier.maximumSecretBytes) bytes, found \(bytes.count)")
+            throw ConfigError("\(flag) \(path): the secret must be \(TokenVerifier.minimumSecretBytes) to \(TokenVerifier.maximumSecretBytes) bytes, found \(bytes.count)")
         }
         self = verifier
     }

@@ -12,8 +12,8 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
     public let family: Family
     public let port: UInt16
     /// The address bytes, big-endian: IPv4 in the low 32 bits of `low`, IPv6 across both.
-    private let high: UInt64
-    private let low: UInt64
+    let high: UInt64
+    let low: UInt64
     /// IPv6 scope (interface index), 0 for IPv4 and global addresses.
     public let scopeID: UInt32
 
@@ -39,7 +39,7 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
         SocketAddress(family: .ipv6, port: port, high: 0, low: 0, scopeID: 0)
     }
 
-    private init(family: Family, port: UInt16, high: UInt64, low: UInt64, scopeID: UInt32) {
+    init(family: Family, port: UInt16, high: UInt64, low: UInt64, scopeID: UInt32) {
         self.family = family
         self.port = port
         self.high = high

@@ -1,6 +1,7 @@
 // Options shared by the client commands (send, watch, export) and their exit codes.
 import Foundation
 import InkClient
+import InkDaemon
 import InkProtocol
 import InkUV
 
@@ -133,8 +134,10 @@ struct ServerURL: CustomStringConvertible {
 
 /// What every client command takes.
 struct ClientOptions {
-    static let flags: Set<String> = ["--server", "--server-key", "--room", "--user", "--role", "--token", "--timeout"]
-    static let usage = "--server udp://HOST:PORT|tcp://HOST:PORT [--server-key KEY] --room R [--user NAME] [--role teacher|presenter|viewer] [--token T] [--timeout SECONDS]"
+    static let flags: Set<String> = ["--server", "--server-key", "--room", "--user", "--role", "--token", "--token-file", "--timeout"]
+    static let usage = "--server udp://HOST:PORT|tcp://HOST:PORT [--server-key KEY] --room R [--user NAME] [--role teacher|presenter|viewer] [--token-file FILE | --token T] [--timeout SECONDS]"
+    /// The environment variable a token may come from instead of a flag.
+    static let tokenEnvironment = "INKWIRE_TOKEN"
 
     var server: ServerURL
     var room: String
@@ -147,7 +150,7 @@ struct ClientOptions {
     /// kept from the first use, or learned now.
     var serverKey: [UInt8]?
 
-    init(_ flags: ParsedFlags, defaultRole: MemberRole, defaultUser: String) throws(UsageError) {
+    init(_ flags: ParsedFlags, defaultRole: MemberRole, defaultUser: String, environment: [String: String] = [:]) throws(UsageError) {
         server = try ServerURL(try flags.required("--server"))
         room = try flags.required("--room")
         user = flags.string("--user") ?? defaultUser
@@ -159,13 +162,40 @@ struct ClientOptions {
         case "viewer": role = .viewer
         case let other?: throw UsageError(description: "--role must be teacher, presenter or viewer, not '\(other)'")
         }
-        token = flags.string("--token") ?? ""
+        token = try ClientOptions.token(flags, environment: environment)
         timeoutSeconds = try flags.positive("--timeout", default: 5)
         if let text = flags.string("--server-key") {
             guard let key = PublicKeyText.decode(text) else {
                 throw UsageError(description: "--server-key must be the daemon's public key (`inkwired --print-public-key`: 43 base64url characters or 64 hex digits), not '\(text)'")
             }
             serverKey = key
+        }
+    }
+
+    /// The join token: `--token`, else `--token-file` (its first line), else `INKWIRE_TOKEN`,
+    /// else none. Each is bounded by the longest token a daemon accepts.
+    static func token(_ flags: ParsedFlags, environment: [String: String]) throws(UsageError) -> String {
+        let limit = TokenVerifier.maximumTokenBytes
+        switch (flags.string("--token"), flags.string("--token-file")) {
+        case (_?, _?):
+            throw UsageError(description: "--token and --token-file exclude each other")
+        case (let text?, nil):
+            guard text.utf8.count <= limit else { throw UsageError(description: "--token is longer than \(limit) bytes") }
+            return text
+        case (nil, let path?):
+            guard let bytes = FileSystem.read(path, limit: limit + 2) else {
+                throw UsageError(description: "--token-file \(path): cannot read the file (or it is larger than \(limit) bytes)")
+            }
+            var line = bytes.split(separator: 0x0a, maxSplits: 1, omittingEmptySubsequences: false).first.map(Array.init) ?? []
+            if line.last == 0x0d { line.removeLast() }
+            guard !line.isEmpty, line.count <= limit, let text = String(validating: line, as: UTF8.self) else {
+                throw UsageError(description: "--token-file \(path): the first line must be the token (1 to \(limit) bytes of text)")
+            }
+            return text
+        case (nil, nil):
+            guard let text = environment[tokenEnvironment], !text.isEmpty else { return "" }
+            guard text.utf8.count <= limit else { throw UsageError(description: "\(tokenEnvironment) is longer than \(limit) bytes") }
+            return text
         }
     }
 
@@ -186,7 +216,7 @@ func parseClientArguments(
     do {
         let flags = try ParsedFlags(arguments, allowed: ClientOptions.flags.union(extra))
         let defaultUser = ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? "inkwire"
-        return (try ClientOptions(flags, defaultRole: defaultRole, defaultUser: defaultUser), flags)
+        return (try ClientOptions(flags, defaultRole: defaultRole, defaultUser: defaultUser, environment: ProcessInfo.processInfo.environment), flags)
     } catch {
         printError(command, "\(error)")
         FileHandle.standardError.write(Data("usage: inkwire \(command) \(ClientOptions.usage) \(extraUsage)\n".utf8))

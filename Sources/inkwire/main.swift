@@ -16,14 +16,16 @@ let clientOptionsHelp = """
       --room NAME       the room
       --user NAME       your name in the room (default $USER)
       --role ROLE       teacher | presenter | viewer
-      --token TOKEN     join token, when the daemon has --token-secret-file
+      --token-file FILE join token (the file's first line), when the daemon has --token-secret-file;
+                        or INKWIRE_TOKEN in the environment (inkwire token mints one)
+      --token TOKEN     the token on the command line instead (others on the machine see it in ps)
       --timeout SECONDS how long to wait for the join to be answered (default 5)
     Options take --name value or --name=value.
     """
 
 let subcommands: [Subcommand] = [
     Subcommand(name: "send", summary: "play a trace into a room as a drawing member", help: """
-        usage: inkwire send --server URL --room NAME [--user NAME] [--role teacher|presenter] [--token T] --trace FILE [--speed N]
+        usage: inkwire send --server URL --room NAME [--user NAME] [--role teacher|presenter] [--token-file FILE] --trace FILE [--speed N]
         Plays the trace (t_ms,<command> lines; inkwire demo-trace makes one) into the room, paced as it was
         drawn (--speed 20: twenty times faster; default role teacher), and exits 0 once every batch is durable.
         \(clientOptionsHelp)
@@ -46,6 +48,7 @@ let subcommands: [Subcommand] = [
         \(clientOptionsHelp)
           --format trace    the only format (default)
         """, run: runExportCommand),
+    Subcommand(name: "token", summary: "mint a join token with the daemon's token secret", help: tokenUsage, run: runTokenCommand),
     Subcommand(name: "codec", summary: "convert whiteboard data between trace, legacy and binary forms", help: codecUsage, run: runCodecCommand),
     Subcommand(name: "demo-trace", summary: "write a made-up lesson trace (for trying inkwire send)", help: demoTraceUsage, run: runDemoTraceCommand),
 ]

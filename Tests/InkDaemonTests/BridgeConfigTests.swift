@@ -18,6 +18,37 @@ struct BridgeConfigTests {
         #expect(user.bridge == BridgeSettings(host: "broker", port: 1883, username: "inkwired", passwordFile: "/etc/inkwired/bridge-password"))
     }
 
+    @Test func mqttsTakesTLSFiles() throws {
+        var expected = BridgeSettings(host: "broker.school.example", port: 8883, username: "inkwired", passwordFile: "/p")
+        expected.tls = BridgeTLS(caFile: "/etc/inkwired/ca.crt")
+        #expect(try parse(["--bridge", "mqtts://inkwired@broker.school.example:8883", "--bridge-password-file", "/p",
+                           "--bridge-ca-file", "/etc/inkwired/ca.crt"]).bridge == expected)
+        let system = try parse(["--bridge", "mqtts://[::1]:8883"]).bridge?.tls
+        #expect(system == BridgeTLS())
+        #expect(system?.client == MQTTClient.TLS(caDirectory: "/etc/ssl/certs"))
+        let withCertificate = try parse(["--bridge", "mqtts://h:8883", "--bridge-ca-file", "/ca", "--bridge-cert-file", "/c", "--bridge-key-file", "/k"])
+        #expect(withCertificate.bridge?.tls?.client == MQTTClient.TLS(caFile: "/ca", certificateFile: "/c", keyFile: "/k"))
+        #expect(try parse(["--bridge", "mqtt://h:1883"]).bridge?.tls == nil)
+    }
+
+    @Test(arguments: [
+        (["--bridge", "mqtt://h:1883", "--bridge-ca-file", "/ca"],
+         "--bridge-ca-file, --bridge-cert-file and --bridge-key-file need TLS: --bridge mqtts://HOST:PORT"),
+        (["--bridge-ca-file", "/ca"],
+         "--bridge-topic-prefix, --bridge-daemon-id, --bridge-password-file and the --bridge-*-file TLS settings need --bridge"),
+        (["--bridge", "mqtts://h:8883", "--bridge-cert-file", "/c"],
+         "--bridge-cert-file and --bridge-key-file go together (a client certificate and its private key)"),
+        (["--bridge", "mqtts://h:8883", "--bridge-key-file", "/k"],
+         "--bridge-cert-file and --bridge-key-file go together (a client certificate and its private key)"),
+        (["--bridge", "mqtts://h:8883", "--bridge-ca-file", ""], "--bridge-ca-file: expected a file path of 1 to 4096 bytes"),
+        (["--bridge", "mqtts://h:8883", "--bridge-ca-file", "/" + String(repeating: "a", count: 4096)], "--bridge-ca-file: expected a file path of 1 to 4096 bytes"),
+        (["--bridge", "ssl://h:8883"], "--bridge 'ssl://h:8883': expected mqtt://HOST:PORT or mqtts://HOST:PORT (TLS)"),
+        (["--bridge", "mqtts://h"], "--bridge 'mqtts://h': expected mqtts://HOST:PORT with a port from 1 to 65535"),
+    ])
+    func badTLSSettingsSayWhy(_ arguments: [String], _ message: String) {
+        #expect(throws: ConfigError(message)) { try parse(arguments) }
+    }
+
     @Test func thePasswordIsTheFilesFirstLine() throws {
         let directory = DaemonProcess.scratchDirectory("bridge-password")
         defer { _ = system("rm -rf '\(directory)'") }

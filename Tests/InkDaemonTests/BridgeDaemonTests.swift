@@ -14,9 +14,9 @@ import Testing
     }
 
     static func start(_ id: String?, broker: MQTTBroker, dataDir: String? = nil, tag: String, brokerPort: UInt16? = nil,
-                      user: String? = nil, extra: [String] = []) throws -> Bridged {
+                      user: String? = nil, scheme: String = "mqtt", extra: [String] = []) throws -> Bridged {
         var arguments = ["--udp", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--legacy", "127.0.0.1:0=lesson", "--metrics", "127.0.0.1:0",
-                         "--bridge", "mqtt://\(user.map { $0 + "@" } ?? "")127.0.0.1:\(brokerPort ?? broker.port)"] + extra
+                         "--bridge", "\(scheme)://\(user.map { $0 + "@" } ?? "")127.0.0.1:\(brokerPort ?? broker.port)"] + extra
         if let id { arguments += ["--bridge-daemon-id", id] }
         let process = try DaemonProcess(arguments, dataDir: dataDir, tag: tag)
         let fields = try process.ready()

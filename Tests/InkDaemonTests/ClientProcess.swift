@@ -15,7 +15,7 @@ final class ClientProcess {
         String(DaemonProcess.binaryPath.dropLast("inkwired".count)) + "inkwire"
     }
 
-    init(_ arguments: [String], directory: String) throws {
+    init(_ arguments: [String], directory: String, environment: [String: String] = [:]) throws {
         let tag = UInt32.random(in: 0...UInt32.max)
         outPath = directory + "/inkwire-\(tag).out"
         errPath = directory + "/inkwire-\(tag).err"
@@ -23,7 +23,7 @@ final class ClientProcess {
         let argv = arguments.first == "--wrapped-by" ? Array(arguments.dropFirst()) : [ClientProcess.binaryPath] + arguments
         // Keys learned on first use go to the test's directory, never a real home.
         pid = try ChildSpawn.spawn(argv, environment: ["PATH": "/usr/bin:/bin", "USER": "tester",
-                                                       "INKWIRE_KNOWN_DAEMONS": directory + "/known-daemons"], redirects: [
+                                                       "INKWIRE_KNOWN_DAEMONS": directory + "/known-daemons"].merging(environment) { $1 }, redirects: [
             (0, .file("/dev/null")), (1, .file(outPath)), (2, .file(errPath)),
         ])
     }
@@ -37,8 +37,8 @@ final class ClientProcess {
     }
 
     /// Runs to the end; the exit code (128+n for a signal), or nil after the limit (killed).
-    static func run(_ arguments: [String], directory: String) throws -> ClientProcess {
-        let p = try ClientProcess(arguments, directory: directory)
+    static func run(_ arguments: [String], directory: String, environment: [String: String] = [:]) throws -> ClientProcess {
+        let p = try ClientProcess(arguments, directory: directory, environment: environment)
         p.wait()
         return p
     }

@@ -82,6 +82,49 @@ import InkUV
         #expect(throws: ConfigError(message)) { try parse(arguments) }
     }
 
+    @Test func legacyListenersTakeNetworks() throws {
+        let flags = try parse(["--legacy", "127.0.0.1:7421=maths 4b@10.0.0.0/8, 192.168.10.0/24", "--legacy", "[::1]:7422=art@fd00::/8,::1",
+                               "--legacy", "127.0.0.1:7423=open=room"])
+        #expect(flags.legacy == [
+            LegacyBinding(address: SocketAddress("127.0.0.1:7421")!, room: "maths 4b",
+                          networks: [try AddressPrefix.parse("10.0.0.0/8"), try AddressPrefix.parse("192.168.10.0/24")]),
+            LegacyBinding(address: SocketAddress("[::1]:7422")!, room: "art", networks: [try AddressPrefix.parse("fd00::/8"), try AddressPrefix.parse("::1/128")]),
+            LegacyBinding(address: SocketAddress("127.0.0.1:7423")!, room: "open=room"),
+        ])
+        // The environment and the file separate listeners with commas too: a piece without '='
+        // continues the networks of the listener before it.
+        let environment = try parse([], ["INKWIRE_LEGACY": "0.0.0.0:7421=maths@10.0.0.0/8,192.168.0.0/16, 0.0.0.0:7422=art, 0.0.0.0:7423=music@172.16.0.0/12"])
+        #expect(environment.legacy.map(\.room) == ["maths", "art", "music"])
+        #expect(environment.legacy.map { $0.networks.map(\.description) } == [["10.0.0.0/8", "192.168.0.0/16"], [], ["172.16.0.0/12"]])
+        let file = try parse(["--config", "f"], files: ["f": "INKWIRE_LEGACY=0.0.0.0:7421=maths@10.0.0.0/8,fd00::/8\n"])
+        #expect(file.legacy.first?.networks.map(\.description) == ["10.0.0.0/8", "fd00::/8"])
+        let many = (0..<LegacyBinding.maxNetworks).map { "10.0.\($0).0/24" }.joined(separator: ",")
+        #expect(try parse(["--legacy", "127.0.0.1:1=r@" + many]).legacy.first?.networks.count == LegacyBinding.maxNetworks)
+    }
+
+    @Test(arguments: [
+        ("127.0.0.1:1=r@", "--legacy '127.0.0.1:1=r@': invalid address '': expected ADDRESS/LENGTH, at most 64 bytes (networks are CIDR,CIDR...: 10.0.0.0/8, fd00::/8; ROOM must not contain '@')"),
+        ("127.0.0.1:1=r@10.1.0.0/8", "--legacy '127.0.0.1:1=r@10.1.0.0/8': invalid address '10.1.0.0/8': host bits are set; the network is 10.0.0.0/8 (networks are CIDR,CIDR...: 10.0.0.0/8, fd00::/8; ROOM must not contain '@')"),
+        ("127.0.0.1:1=r@10.0.0.0/8,,", "--legacy '127.0.0.1:1=r@10.0.0.0/8,,': invalid address '': expected ADDRESS/LENGTH, at most 64 bytes (networks are CIDR,CIDR...: 10.0.0.0/8, fd00::/8; ROOM must not contain '@')"),
+        ("127.0.0.1:1=teacher@school", "--legacy '127.0.0.1:1=teacher@school': invalid address 'school': expected an IPv4 or IPv6 network such as 10.0.0.0/8 or fd00::/8 (networks are CIDR,CIDR...: 10.0.0.0/8, fd00::/8; ROOM must not contain '@')"),
+        ("127.0.0.1:1=@10.0.0.0/8", "--legacy '127.0.0.1:1=': ROOM must be 1 to 64 bytes without control characters"),
+        ("10.0.0.0/8", "--legacy '10.0.0.0/8': expected HOST:PORT=ROOM[@CIDR,CIDR...]"),
+    ])
+    func legacyNetworkErrors(text: String, message: String) {
+        #expect(throws: ConfigError(message)) { try parse(["--legacy", text]) }
+    }
+
+    @Test func legacyNetworkBounds() {
+        let tooMany = (0...LegacyBinding.maxNetworks).map { "10.0.\($0).0/24" }.joined(separator: ",")
+        #expect(throws: ConfigError("--legacy '127.0.0.1:1=r@\(tooMany)': at most 64 networks per listener")) { try parse(["--legacy", "127.0.0.1:1=r@" + tooMany]) }
+        let continued = "127.0.0.1:1=r@10.0.0.0/24," + (1...LegacyBinding.maxNetworks).map { "10.0.\($0).0/24" }.joined(separator: ",")
+        #expect(throws: ConfigError("--legacy: at most 64 networks per listener")) { try parse([], ["INKWIRE_LEGACY": continued]) }
+        // A bare network after a listener without networks is not a listener.
+        #expect(throws: ConfigError("--legacy '10.0.0.0/8': expected HOST:PORT=ROOM[@CIDR,CIDR...]")) {
+            try parse([], ["INKWIRE_LEGACY": "127.0.0.1:1=r,10.0.0.0/8"])
+        }
+    }
+
     @Test func configFileErrorsNameTheLine() {
         #expect(throws: ConfigError("f:2: unknown setting INKWIRE_COLOUR")) {
             try parse(["--config", "f"], files: ["f": "INKWIRE_UDP=off\nINKWIRE_COLOUR=red\n"])

@@ -15,6 +15,11 @@ final class LegacyTestClient {
         fd = try connectLoopback(port: port, type: SOCK_STREAM)
     }
 
+    /// From `[::1]` to `[::1]:ipv6Port`.
+    init(ipv6Port: UInt16) throws {
+        fd = try connectLoopbackIPv6(port: ipv6Port)
+    }
+
     deinit { close(fd) }
 
     func send(_ texts: [String]) {

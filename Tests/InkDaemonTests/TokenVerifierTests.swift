@@ -23,6 +23,32 @@ import Testing
         #expect(token.count == "iw1.cgp1CnZpZXdlcgox.".count + 43)
     }
 
+    /// The complete vector of docs/protocol.md 8.3, every step, and the spec shows each one.
+    @Test func completeVectorMatchesTheSpec() throws {
+        let secret = Array("0123456789abcdef".utf8)
+        let claims = JoinClaims(room: "maths", user: "teacher", role: .teacher, expiresAt: 1_900_000_000)
+        let claimBytes = Array(TokenVerifier.claimsText(claims).utf8)
+        let claimsHex = "6d617468730a746561636865720a746561636865720a31393030303030303030"
+        let body = "iw1.bWF0aHMKdGVhY2hlcgp0ZWFjaGVyCjE5MDAwMDAwMDA"
+        let macHex = "d9c971415408d989484d78dc38a418c1d5053b0437bea6125e08717615eb127d"
+        let token = "iw1.bWF0aHMKdGVhY2hlcgp0ZWFjaGVyCjE5MDAwMDAwMDA.2clxQVQI2YlITXjcOKQYwdUFOwQ3vqYSXghxdhXrEn0"
+        func hex(_ bytes: [UInt8]) -> String { bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined() }
+        #expect(hex(claimBytes) == claimsHex && claimBytes.count == 32)
+        #expect("iw1." + Base64URL.encode(claimBytes) == body)
+        let minter = TokenVerifier(secret: secret)!
+        let minted = minter.mint(claims)
+        #expect(minted == token)
+        let mac = Base64URL.decode(Array(minted.utf8)[(body.utf8.count + 1)...])
+        #expect(mac.map(hex) == macHex)
+        #expect(minter.verify(Array(token.utf8), room: "maths", user: "teacher", role: .teacher, nowSeconds: 1_899_999_999) == .success(claims))
+        #expect(minter.verify(Array(token.utf8), room: "maths", user: "teacher", role: .viewer, nowSeconds: 1_899_999_999) == .success(claims))
+        #expect(minter.verify(Array(token.utf8), room: "maths", user: "teacher", role: .teacher, nowSeconds: 1_900_000_000) == .failure(.expired(at: 1_900_000_000)))
+        let spec = String(decoding: readFile(DeployTests.packageRoot + "/docs/protocol.md"), as: UTF8.self)
+        for line in ["secret `0123456789abcdef`", "`30313233343536373839616263646566`", claimsHex, "`" + body + "`", macHex, "`" + token + "`"] {
+            #expect(spec.contains(line), "docs/protocol.md lacks \(line)")
+        }
+    }
+
     @Test func refusalsSayWhy() {
         let token = Array(verifier.mint(claims).utf8)
         #expect(verifier.verify(token, room: "maths 4b", user: "alice", role: .presenter, nowSeconds: 2_000_000_000)
