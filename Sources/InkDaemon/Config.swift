@@ -266,17 +266,10 @@ extension DaemonConfig {
 
     /// `90`, `90s`, `15m`, `12h`, `30d` (seconds without a unit), as milliseconds; `0` is never.
     static func duration(_ text: String, flag: String) throws(ConfigError) -> UInt64 {
-        let units: [Character: UInt64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
-        var digits = Substring(text)
-        var unit: UInt64 = 1
-        if let last = digits.last, let scale = units[last] {
-            unit = scale
-            digits = digits.dropLast()
-        }
-        guard let value = UInt64(digits), value <= 3650 * 86_400 / unit else {
+        guard let seconds = DurationText.seconds(text, atMost: 3650 * 86_400) else {
             throw ConfigError("--\(flag) '\(text)': expected a duration like 90s, 15m, 12h or 30d (0: never), at most 3650d")
         }
-        return value * unit * 1000
+        return seconds * 1000
     }
 
     private static func address(_ text: String, flag: String) throws(ConfigError) -> SocketAddress {
@@ -332,6 +325,23 @@ extension DaemonConfig {
             throw ConfigError("--legacy '\(text)': ROOM must be 1 to \(maxRoomNameBytes) bytes without control characters")
         }
         return LegacyBinding(address: try address(String(text[..<equals]), flag: "legacy"), room: room)
+    }
+}
+
+/// `90`, `90s`, `15m`, `12h`, `30d` (seconds without a unit): settings and `inkwire token --ttl`.
+public enum DurationText {
+    /// The duration in seconds, nil unless it is digits with an optional unit and at most `atMost`.
+    public static func seconds(_ text: String, atMost: UInt64) -> UInt64? {
+        let units: [Character: UInt64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        var digits = Substring(text)
+        var unit: UInt64 = 1
+        if let last = digits.last, let scale = units[last] {
+            unit = scale
+            digits = digits.dropLast()
+        }
+        guard !digits.isEmpty, digits.count <= 12, digits.allSatisfy({ ("0"..."9").contains($0) }), let value = UInt64(digits),
+              value <= atMost / unit else { return nil }
+        return value * unit
     }
 }
 
