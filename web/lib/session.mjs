@@ -1,0 +1,183 @@
+// A browser's membership of one room over a WebSocket (docs/protocol.md 8.4): each binary
+// WebSocket message is one session message, exactly as a native TCP frame's body. It joins,
+// follows the room (RoomFollower), sends the page's batches, and when the socket drops (a
+// classroom Wi-Fi) joins again with what it has and sends again every batch not yet
+// acknowledged, with the same numbers, so the room gets each once.
+//
+// Sealing (protocol.md 8.4, "Sealed sessions"): the link carries session messages through a
+// channel. Today the only channel is `plainChannel`; when the daemon offers sealed sessions a
+// sealing channel (WebCrypto: X25519, AES-256-GCM, SHA-256) takes its place behind the same two
+// calls, and `sealing` says which one is in use so the page can show it.
+import { RoomFollower } from './follower.mjs';
+import { decodeServer, encodeClient } from './messages.mjs';
+
+/// The WebSocket subprotocol of this version of the session messages.
+export const SUBPROTOCOL = 'inkwire.v1';
+/// Reconnect delays (ms): doubled from the first to the last, with up to 25 % jitter.
+export const RECONNECT_FIRST_MS = 250;
+export const RECONNECT_MAX_MS = 4000;
+/// Batches drawn while (re)joining, kept to send after the resend.
+export const MAX_DEFERRED_BATCHES = 4096;
+
+/// The channel of an unsealed session: bytes pass as they are.
+export const plainChannel = { sealed: false, seal: (bytes) => bytes, open: (bytes) => bytes };
+
+/// Why this page cannot seal, or null when it could (a secure context with WebCrypto).
+export function sealingUnavailableReason(scope = globalThis) {
+  if (scope.isSecureContext === false) return 'this page is not a secure context (open it over https, or on localhost)';
+  if (!scope.crypto || !scope.crypto.subtle) return 'this browser has no WebCrypto (crypto.subtle)';
+  return null;
+}
+
+export class RoomSession {
+  /// options: url (ws:// or wss://), room, user, role, token (string), origin (a random
+  /// integer below 2^53 kept for the page's life), WebSocket (the constructor; the browser's
+  /// by default), onEvent(event), now() (ms), setTimeout/clearTimeout (injectable for tests).
+  constructor(options) {
+    this.options = options;
+    this.follower = new RoomFollower(options.origin);
+    this.WebSocket = options.WebSocket ?? globalThis.WebSocket;
+    this.timers = { set: options.setTimeout ?? globalThis.setTimeout.bind(globalThis), clear: options.clearTimeout ?? globalThis.clearTimeout.bind(globalThis) };
+    this.channel = plainChannel;
+    this.socket = null;
+    this.joined = false;
+    this.ended = false;
+    this.resendOnJoin = false;
+    this.deferred = [];
+    this.attempts = 0;
+    this.reconnectTimer = null;
+    this.connects = 0;
+    this.connect();
+  }
+
+  get board() { return this.follower.board; }
+  get member() { return this.follower.member; }
+  get role() { return this.follower.role; }
+  get sealing() { return this.channel.sealed ? 'sealed' : 'plain'; }
+  get unacknowledgedCount() { return this.follower.pendingCount + this.deferred.length; }
+
+  emit(event) { this.options.onEvent?.(event); }
+
+  connect() {
+    this.connects += 1;
+    let socket;
+    try {
+      socket = new this.WebSocket(this.options.url, SUBPROTOCOL);
+    } catch (e) {
+      this.emit({ type: 'disconnected', reason: String(e) });
+      this.scheduleReconnect();
+      return;
+    }
+    socket.binaryType = 'arraybuffer';
+    this.socket = socket;
+    socket.onopen = () => {
+      if (socket !== this.socket) return;
+      this.emit({ type: 'connected', sealing: this.sealing });
+      const token = this.options.token ? new TextEncoder().encode(this.options.token) : new Uint8Array(0);
+      this.transmit(this.follower.join({ room: this.options.room, user: this.options.user, role: this.options.role, token }));
+    };
+    socket.onmessage = (e) => {
+      if (socket !== this.socket) return;
+      this.received(new Uint8Array(e.data));
+    };
+    socket.onclose = (e) => {
+      if (socket !== this.socket) return;
+      this.socket = null;
+      this.joined = false;
+      this.resendOnJoin = true;
+      this.emit({ type: 'disconnected', reason: e.reason || `closed (${e.code})`, code: e.code });
+      if (!this.ended) this.scheduleReconnect();
+    };
+    socket.onerror = () => {};
+  }
+
+  scheduleReconnect() {
+    if (this.ended || this.reconnectTimer !== null) return;
+    const base = Math.min(RECONNECT_MAX_MS, RECONNECT_FIRST_MS * 2 ** Math.min(this.attempts, 8));
+    const delay = base * (1 + Math.random() / 4);
+    this.attempts += 1;
+    this.emit({ type: 'reconnecting', inMs: Math.round(delay) });
+    this.reconnectTimer = this.timers.set(() => {
+      this.reconnectTimer = null;
+      this.connect();
+    }, delay);
+  }
+
+  /// Drops the socket now (as a failing Wi-Fi would) and reconnects as after any drop.
+  dropConnection() {
+    if (this.socket) this.socket.close(4000, 'dropped by the page');
+  }
+
+  transmit(message) {
+    if (!this.socket || this.socket.readyState !== 1) return false;
+    this.socket.send(this.channel.seal(encodeClient(message)));
+    return true;
+  }
+
+  received(bytes) {
+    let message;
+    try {
+      message = decodeServer(this.channel.open(bytes));
+    } catch (e) {
+      this.emit({ type: 'protocolError', text: `undecodable message: ${e.message}` });
+      return;
+    }
+    for (const event of this.follower.handle(message)) this.apply(event);
+  }
+
+  apply(event) {
+    switch (event.type) {
+      case 'joined':
+        this.joined = true;
+        this.attempts = 0;
+        this.emit(event);
+        if (this.resendOnJoin) {
+          this.resendOnJoin = false;
+          for (const m of this.follower.resend()) this.transmit(m);
+        }
+        while (this.deferred.length > 0) this.transmit(this.follower.submit(this.deferred.shift()));
+        return;
+      case 'refused':
+        this.end();
+        this.emit(event);
+        return;
+      case 'goingAway':
+        // replaced: this page joined again on a newer socket; shuttingDown: the daemon comes back.
+        if (event.reason !== 'replaced' && event.reason !== 'shuttingDown') this.end();
+        this.emit(event);
+        return;
+      case 'reply':
+        this.transmit(event.message);
+        return;
+      default:
+        this.emit(event);
+    }
+  }
+
+  /// Sends a batch of the page's own commands (times in ms, non-decreasing). Returns false when
+  /// too many are waiting. Drawn while the socket is down, it goes after the resend.
+  send(commands) {
+    if (this.ended) return false;
+    if (!this.joined || this.resendOnJoin) {
+      if (this.unacknowledgedCount >= MAX_DEFERRED_BATCHES) return false;
+      this.deferred.push(commands);
+      return true;
+    }
+    this.transmit(this.follower.submit(commands));
+    return true;
+  }
+
+  grantDraw(user) { this.transmit({ type: 'grantDraw', user }); }
+  revokeDraw(user) { this.transmit({ type: 'revokeDraw', user }); }
+
+  end() {
+    this.ended = true;
+    if (this.reconnectTimer !== null) this.timers.clear(this.reconnectTimer);
+    this.reconnectTimer = null;
+  }
+
+  leave() {
+    this.transmit({ type: 'leave' });
+    this.end();
+  }
+}
