@@ -29,8 +29,8 @@ test('malformed messages are typed errors', () => {
     ['02', 'unsupportedVersion'],
     ['012203', 'truncated'],
     ['0123020401c8', 'trailingBytes'],
-    ['01238003', 'nonMinimalVarint'],
-    ['0123ffffffffffffffffff01', 'varintOverflow'],
+    ['01238300', 'nonMinimalVarint'],
+    ['01ffffffffffffffffff02', 'varintOverflow'],
     ['01010100', 'wrongDirection'],
     ['01250403016300ff', 'invalidValue'],
   ];
