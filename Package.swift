@@ -43,13 +43,17 @@ let package = Package(
         .target(name: "InkClient", dependencies: ["InkCodec", "InkProtocol"]),
         /// HTTP request heads and RFC 6455 WebSockets for the web listener (docs/protocol.md 8.4).
         .target(name: "InkWeb"),
+        /// The browser client (web/), built into the binary at build time by the EmbedWebAssets plugin.
+        .executableTarget(name: "web-embed"),
+        .plugin(name: "EmbedWebAssets", capability: .buildTool(), dependencies: ["web-embed"]),
+        .target(name: "InkWebAssets", plugins: ["EmbedWebAssets"]),
 
         // IO and storage.
         .target(name: "InkStore", dependencies: ["InkCodec", "CSQLite"]),
         .target(name: "InkUV", dependencies: ["CLibUV"], swiftSettings: releaseExclusivityUnchecked),
         // The primitives of sealed sessions, from OpenSSL (injected into the pure core).
         .target(name: "InkCrypto", dependencies: ["InkProtocol", "CCrypto"], swiftSettings: releaseExclusivityUnchecked),
-        .target(name: "InkDaemon", dependencies: ["InkCodec", "InkProtocol", "InkRelay", "InkStore", "InkUV", "InkVersion", "InkCrypto", "InkWeb", "CCrypto", "CSSL", "CMosquitto"],
+        .target(name: "InkDaemon", dependencies: ["InkCodec", "InkProtocol", "InkRelay", "InkStore", "InkUV", "InkVersion", "InkCrypto", "InkWeb", "InkWebAssets", "CCrypto", "CSSL", "CMosquitto"],
                 swiftSettings: releaseExclusivityUnchecked),
 
         // Programs.

@@ -39,6 +39,11 @@ public final class Daemon {
     var udp: [UDPTransport] = []
     var tcp: [TCPTransport] = []
     var metricsServer: MetricsServer?
+    /// `--web` listeners and their certificate.
+    var web: [WebListener] = []
+    var webCertificate: WebCertificate?
+    /// The loop's clock at start (the status page's uptime).
+    let startedAt: UInt64
     /// `--bridge`: rooms shared with other daemons through an MQTT broker.
     var bridge: BridgeDriver?
     var signals: [Signal] = []
@@ -68,6 +73,7 @@ public final class Daemon {
         self.logger = logger
         notifier = SystemdNotifier(environment: environment)
         do { loop = try EventLoop() } catch { throw .startFailed("event loop: \(error)") }
+        startedAt = loop.now
         tokenVerifier = try Daemon.loadTokenVerifier(config)
         if let problem = FileSystem.makeDirectories(config.dataDir) { throw .startFailed("--data-dir \(problem)") }
         dataDirectoryLock = try DataDirectoryLock.acquire(dataDir: config.dataDir).get()
@@ -205,6 +211,7 @@ public final class Daemon {
             "tcp": joined(tcp.compactMap { $0.localAddress?.description }),
             "legacy": joined(legacy),
             "metrics": metricsServer?.localAddress?.description ?? "off",
+            "web": joined(web.compactMap { $0.localAddress?.description }),
             "bridge_id": bridge?.core.configuration.daemonID ?? "off",
             "public_key": PublicKeyText.encode(staticKey.publicKey),
             "version": InkwireVersion.string,

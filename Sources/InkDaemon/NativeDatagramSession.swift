@@ -79,6 +79,12 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
 
     // MARK: relay -> device
 
+    var linkStatus: LinkStatus {
+        let stats = arq.stats
+        return LinkStatus(address: address.description, rttMs: Double(stats.smoothedRTT.microseconds) / 1000,
+                          lossPercent: Double(stats.lossEstimate) * 100 / Double(ARQSession.lossEstimateScale))
+    }
+
     func deliver(_ message: ServerMessage, encoder: inout SharedMessageEncoder) {
         guard !ended else { return }
         do {

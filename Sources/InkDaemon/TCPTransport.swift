@@ -190,6 +190,8 @@ final class NativeStreamConnection: RelaySessionTransport {
         while let m = sealed.pollMessage() { write(StreamFrameDecoder.frame(m)) }
     }
 
+    var linkStatus: LinkStatus { LinkStatus(address: connection.remoteAddress, tcp: connection.info) }
+
     private func write(_ bytes: [UInt8]) {
         guard !closed else { return }
         do {

@@ -28,6 +28,8 @@ class Stroke {
     this.ended = false;
   }
   get pointCount() { return this.xs.length; }
+  /// `author:id`, unique in the room.
+  get key() { return key(this.author, this.id); }
 }
 
 export class Board {
