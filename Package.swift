@@ -61,7 +61,7 @@ let package = Package(
         .executableTarget(name: "inkwire", dependencies: ["InkCodec", "InkProtocol", "InkUV", "InkDaemon", "InkClient", "InkVersion", "InkCrypto"]),
         .executableTarget(name: "inkwire-sim", dependencies: ["InkSim", "InkProtocol"]),
         .target(name: "MQTTChaos", path: "Benchmarks/MQTTChaos"),
-        .target(name: "InkBenchSupport", dependencies: ["CENet", "InkUV", "MQTTChaos"], path: "Benchmarks/InkBenchSupport"),
+        .target(name: "InkBenchSupport", dependencies: ["CENet", "InkUV", "InkWeb", "MQTTChaos"], path: "Benchmarks/InkBenchSupport"),
         .executableTarget(
             name: "inkwire-bench",
             dependencies: ["InkCodec", "InkProtocol", "InkSim", "InkUV", "InkDaemon", "CENet", "InkStore", "InkRelay", "InkClient", "InkCrypto", "InkBenchSupport", "MQTTChaos"],

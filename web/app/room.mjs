@@ -188,17 +188,31 @@ function onMyPage() {
   return own;
 }
 
+/// Queues an own command; the queue goes out as one batch when this input event is handled
+/// (a timer, not an animation frame: a page in the background still sends).
+let flushTimer = null;
 function push(command) {
   state.queue.push(command);
   state.dirty = true;
+  if (flushTimer === null) {
+    flushTimer = setTimeout(() => {
+      flushTimer = null;
+      flush();
+    }, 0);
+  }
 }
 
 function flush() {
   if (state.queue.length === 0) return;
   const batch = state.queue;
   state.queue = [];
+  sent.push(...batch);
+  if (sent.length > 20000) sent.splice(0, sent.length - 10000);
   if (!session.send(batch)) $('status-line').textContent = 'too many strokes waiting for the daemon';
 }
+
+/// The page's own commands as it sent them (newest 10 000 or more), for tests.
+const sent = [];
 
 // ---- input ----
 
@@ -435,6 +449,17 @@ function render() {
 let lastVersion = -1;
 let lastPending = -1;
 function frame() {
+  requestAnimationFrame(frame);
+  try {
+    drawFrame();
+  } catch (e) {
+    // Keep drawing and sending next frame; say what went wrong.
+    state.errors.push({ type: 'exception', text: String(e && e.stack || e) });
+    $('status-line').textContent = `page error: ${e}`;
+  }
+}
+
+function drawFrame() {
   flush();
   const b = board();
   const pending = session.unacknowledgedCount * 1e6 + state.queue.length;
@@ -447,7 +472,6 @@ function frame() {
     window.inkwireBoard.renders += 1;
     window.inkwireBoard.lastRenderAt = performance.now();
   }
-  requestAnimationFrame(frame);
 }
 let lastBoard = null;
 window.addEventListener('resize', () => { state.dirty = true; });
@@ -462,6 +486,7 @@ window.inkwireBoard = {
   renders: 0,
   lastRenderAt: 0,
   errors: state.errors,
+  sent,
   /// Sends commands as this page's own batch, bypassing the page's own checks (a viewer's
   /// attempt, which the daemon must refuse).
   sendRaw(commands) { return session.send(commands); },
