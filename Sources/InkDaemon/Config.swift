@@ -25,6 +25,8 @@ public struct DaemonLimits: Sendable, Equatable {
     public var tcpRetransmitCeilingMs = UInt32(ARQConfiguration().maxRTO.microseconds / 1000)
     /// Connections the web listener holds at once (pages loading, browsers' WebSockets).
     public var maxWebConnections = 1024
+    /// A WebSocket silent this long gets a ping; silent twice as long it is closed (test knob).
+    public var webIdleMs: UInt64 = 20_000
 
     public static let defaults = DaemonLimits()
     public init() {}
@@ -267,6 +269,7 @@ extension DaemonConfig {
         limits.shutdownTimeoutMs = UInt64(try number(one("shutdown-timeout-ms"), "shutdown-timeout-ms", 100...600_000, Int(limits.shutdownTimeoutMs)))
         limits.legacyHeartbeatMs = UInt64(try number(one("legacy-heartbeat-ms"), "legacy-heartbeat-ms", 10...600_000, Int(limits.legacyHeartbeatMs)))
         limits.legacyTimeoutMs = UInt64(try number(one("legacy-timeout-ms"), "legacy-timeout-ms", 10...3_600_000, Int(limits.legacyTimeoutMs)))
+        limits.webIdleMs = UInt64(try number(one("web-idle-ms"), "web-idle-ms", 10...3_600_000, Int(limits.webIdleMs)))
         limits.maxWebConnections = try number(one("max-web-connections"), "max-web-connections", 1...100_000, limits.maxWebConnections)
         limits.tcpRetransmitCeilingMs = UInt32(try number(one("tcp-rto-max-ms"), "tcp-rto-max-ms", 0...Int(tcpKernelRetransmitCeilingMs), Int(limits.tcpRetransmitCeilingMs)))
         config.limits = limits

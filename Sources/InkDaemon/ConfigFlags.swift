@@ -76,6 +76,8 @@ public struct ConfigFlag: Sendable {
         // Test knobs: legacy timing (the app's own values are 3 s and 9 s).
         ConfigFlag("legacy-heartbeat-ms", "MS", "legacy heartbeat interval", reloadable: true, hidden: true),
         ConfigFlag("legacy-timeout-ms", "MS", "legacy silent-peer timeout", reloadable: true, hidden: true),
+        // Test knob: how long a WebSocket may be silent before a ping (twice: closed).
+        ConfigFlag("web-idle-ms", "MS", "web socket silence before a ping", reloadable: true, hidden: true),
         // Test knob: the room log's backlog bound in writes (default 65536), to reach it quickly.
         ConfigFlag("store-backlog-ops", "N", "room log backlog bound in writes", hidden: true),
         // Benchmark knob: the unsealed baseline of inkwire-bench fanout. Sessions are NOT encrypted.

@@ -34,8 +34,8 @@ final class WebConnection: RelaySessionTransport {
     /// A new connection must send its request head (and a kept-alive one its next) within this.
     static let requestTimeoutMicroseconds: UInt64 = 10_000_000
     static let keepAliveMicroseconds: UInt64 = 30_000_000
-    /// A WebSocket silent this long gets a ping; silent twice as long, it is closed.
-    static let webSocketIdleMicroseconds: UInt64 = 20_000_000
+    /// A WebSocket silent this long gets a ping; silent twice as long, it is closed (`--web-idle-ms`).
+    private var webSocketIdleMicroseconds: UInt64 { daemon.config.limits.webIdleMs * 1000 }
     /// Requests one kept-alive connection may make.
     static let maxRequestsPerConnection = 1000
     /// Queued bytes above which the relay holds back (it resumes when the queue drains).
@@ -181,7 +181,7 @@ final class WebConnection: RelaySessionTransport {
         send(response)
         webSocket = WebSocketConnection(role: .server, limits: WebSocketLimits(maxMessageBytes: daemon.config.limits.maxFrameBytes,
                                                                                 maxFragments: WebConnection.maxFragments))
-        deadline = daemon.loop.now + 2 * WebConnection.webSocketIdleMicroseconds
+        deadline = daemon.loop.now + 2 * webSocketIdleMicroseconds
         daemon.metrics.sessions.labels("web").add(1)
         session = daemon.driver.open(self, kind: .web)
     }
@@ -190,7 +190,7 @@ final class WebConnection: RelaySessionTransport {
 
     private func webSocketReceived(_ bytes: UnsafeRawBufferPointer) {
         guard webSocket != nil else { return }
-        deadline = daemon.loop.now + 2 * WebConnection.webSocketIdleMicroseconds
+        deadline = daemon.loop.now + 2 * webSocketIdleMicroseconds
         pingSent = false
         webSocket!.handleBytes(bytes)
         pumpWebSocket()
@@ -306,7 +306,7 @@ final class WebConnection: RelaySessionTransport {
                 pingSent = true
                 webSocket!.sendPing()
                 flushWebSocket()
-                deadline = now + WebConnection.webSocketIdleMicroseconds
+                deadline = now + webSocketIdleMicroseconds
                 return
             }
             daemon.logger.notice("web socket closed: silent", ["remote": remote])
