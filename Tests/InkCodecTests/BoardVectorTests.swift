@@ -21,3 +21,20 @@ import Testing
         print(generated.joined(separator: "\n"))
     }
 }
+
+/// Vectors/board-folds.svg: page 0 of the board after the first six lines of board-folds.txt,
+/// as `inkwire export --format svg` and the web client (web/lib/render.mjs) draw it.
+@Test func boardPictureVector() throws {
+    var board = Board()
+    for line in try vectorFile("board-folds.txt").prefix(6) {
+        let f = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        let commands = f[2] == "-" ? [] : try f[2].split(separator: " ").map { try #require(BinaryText.parse($0)) }
+        board.apply(Batch(author: AuthorID(try #require(UInt32(f[1]))), commands: commands))
+    }
+    let svg = BoardSVG.document(board.strokes(on: .first))
+    let path = packageRoot.appendingPathComponent("Vectors/board-folds.svg")
+    let expected = try? String(contentsOf: path, encoding: .utf8)
+    if expected == nil { print(svg) }
+    #expect(svg == expected)
+    #expect(svg.contains("mask=\"url(#e1)\""))
+}
