@@ -73,9 +73,10 @@ public final class Chromium {
         if profile.hasPrefix("/tmp/inkwire-chromium-") { _ = try? FileManager.default.removeItem(atPath: profile) }
     }
 
-    /// A new tab at `url`, with the DevTools session attached to it.
+    /// A new window at `url` (its own, so it is visible and runs animation frames), with the
+    /// DevTools session attached to it.
     public func open(_ url: String) throws -> BrowserPage {
-        let created = try devTools.call("Target.createTarget", ["url": "about:blank"])
+        let created = try devTools.call("Target.createTarget", ["url": "about:blank", "newWindow": true])
         guard let target = created["targetId"] as? String else { throw Failure("Target.createTarget: \(created)") }
         let attached = try devTools.call("Target.attachToTarget", ["targetId": target, "flatten": true])
         guard let session = attached["sessionId"] as? String else { throw Failure("Target.attachToTarget: \(attached)") }

@@ -113,6 +113,8 @@ function onEvent(e) {
     case 'connected': setConnection('joining…', true); break;
     case 'joined':
       member = e.member;
+      if (timing.joinedAt === null) timing.joinedAt = performance.now();
+      if (!e.syncFollows && timing.syncedAt === null) timing.syncedAt = performance.now();
       setConnection(`joined as member ${e.member}`, true);
       if (!joinedOnce) {
         joinedOnce = true;
@@ -137,7 +139,15 @@ function onEvent(e) {
       state.errors.push(e);
       $('status-line').textContent = e.code === 'permissionDenied' ? `You may not draw here: ${e.text}` : `${e.code}: ${e.text}`;
       break;
+    case 'applied':
+      // Arrival times of others' live batches (a bounded record, for benchmarks).
+      if (!e.own && !e.fromSync) {
+        arrivals.push([e.roomSeq, performance.timeOrigin + performance.now()]);
+        if (arrivals.length > 20000) arrivals.splice(0, 10000);
+      }
+      break;
     case 'synced':
+      if (timing.syncedAt === null) timing.syncedAt = performance.now();
       if (!e.matches) $('status-line').textContent = `board digest differs from the room's (${e.digest}); rejoining would repair it`;
       adoptOwnState();
       break;
@@ -207,12 +217,19 @@ function flush() {
   const batch = state.queue;
   state.queue = [];
   sent.push(...batch);
+  sentAt.push(performance.timeOrigin + performance.now());
+  if (sentAt.length > 20000) sentAt.splice(0, 10000);
   if (sent.length > 20000) sent.splice(0, sent.length - 10000);
   if (!session.send(batch)) $('status-line').textContent = 'too many strokes waiting for the daemon';
 }
 
-/// The page's own commands as it sent them (newest 10 000 or more), for tests.
+/// The page's own commands as it sent them (newest 10 000 or more), and when each batch left
+/// (epoch ms), for tests and benchmarks.
 const sent = [];
+const sentAt = [];
+const arrivals = [];
+/// When (ms since navigation) the first join's sync ended and the board was first drawn after it.
+const timing = { joinedAt: null, syncedAt: null, drawnAt: null };
 
 // ---- input ----
 
@@ -469,6 +486,7 @@ function drawFrame() {
     lastPending = pending;
     lastBoard = b;
     render();
+    if (timing.syncedAt !== null && timing.drawnAt === null) timing.drawnAt = performance.now();
     window.inkwireBoard.renders += 1;
     window.inkwireBoard.lastRenderAt = performance.now();
   }
@@ -487,6 +505,9 @@ window.inkwireBoard = {
   lastRenderAt: 0,
   errors: state.errors,
   sent,
+  sentAt,
+  arrivals,
+  timing,
   /// Sends commands as this page's own batch, bypassing the page's own checks (a viewer's
   /// attempt, which the daemon must refuse).
   sendRaw(commands) { return session.send(commands); },

@@ -26,6 +26,7 @@ class Stroke {
     this.ys = [];
     this.visible = true;
     this.ended = false;
+    this.deleted = false;
   }
   get pointCount() { return this.xs.length; }
   /// `author:id`, unique in the room.
@@ -43,6 +44,8 @@ export class Board {
     this.authors = new Map();
     /// Bumped by every change; renderers compare it to know when to redraw.
     this.version = 0;
+    /// The stroke the last point went to (a cache; `deleted` marks one that left the board).
+    this.lastStroke = null;
   }
 
   get strokeCount() { return this.order.length; }
@@ -94,6 +97,16 @@ export class Board {
   }
 
   addPoint(author, p) {
+    // Most points continue the stroke the previous point went to: skip the key and the lookup.
+    const last = this.lastStroke;
+    if (last !== null && last.author === author && last.id === p.stroke && !last.deleted) {
+      if (p.phase === 3) last.ended = true;
+      if (last.xs.length < MAX_POINTS_PER_STROKE) {
+        last.xs.push(p.x);
+        last.ys.push(p.y);
+      }
+      return;
+    }
     const k = key(author, p.stroke);
     let s = this.strokes.get(k);
     if (s === undefined) {
@@ -109,6 +122,7 @@ export class Board {
       this.strokes.set(k, s);
       this.order.push(k);
     }
+    this.lastStroke = s;
     if (p.phase === 3) s.ended = true;
     if (s.xs.length < MAX_POINTS_PER_STROKE) {
       s.xs.push(p.x);
@@ -144,7 +158,9 @@ export class Board {
     if (doomed.size === 0) return;
     const owners = new Set();
     for (const k of doomed) {
-      owners.add(this.strokes.get(k).author);
+      const s = this.strokes.get(k);
+      s.deleted = true;
+      owners.add(s.author);
       this.strokes.delete(k);
     }
     this.order = this.order.filter((k) => !doomed.has(k));

@@ -61,7 +61,8 @@ const K_OPAQUE = 14, K_MOVE_NEXT_FRAME = 15;
 
 // ---- 64-bit helpers: Numbers while exact, BigInts beyond 2^53 ----
 
-const pow2 = (k) => 2 ** k;
+const POW2 = Array.from({ length: 65 }, (_, k) => 2 ** k);
+const pow2 = (k) => POW2[k];
 function bitLength(v) {
   if (typeof v === 'bigint') return v === 0n ? 0 : v.toString(2).length;
   if (v === 0) return 0;
@@ -228,14 +229,14 @@ class RansDecoder {
     const s = t.lut[slot];
     const f = t.freq[s];
     this.x = f * (this.x >>> 12) + slot - t.start[s];
-    this.renormalise(f * 1048576);
+    if (this.x < L && this.i < this.bytes.length) this.renormalise(f * 1048576);
     return s;
   }
   bits(k) {
     if (k === 0) return 0;
-    const v = this.x & (pow2(k) - 1);
+    const v = this.x & (POW2[k] - 1);
     this.x >>>= k;
-    this.renormalise(pow2(32 - k));
+    if (this.x < L && this.i < this.bytes.length) this.renormalise(POW2[32 - k]);
     return v;
   }
   /// Any number (0..64) of raw bits, most significant chunk first.
@@ -280,8 +281,13 @@ function strokeDelta(d, c) {
   return (c.stroke + unzigzag(z)) >>> 0;
 }
 
+/// getTime's second result (the time symbol), without allocating a pair per command.
+let timeSymbolOut = 0;
+
+/// Reads a command's time (2.1) and records it in the context; the symbol goes to timeSymbolOut.
 function getTime(group, d, c) {
   const s = d.get(tTime(group));
+  timeSymbolOut = s;
   if (s <= 24) {
     if (c.frame < 0) fail('badTime');
     let frames = s;
@@ -295,7 +301,7 @@ function getTime(group, d, c) {
     if (t >= GRID_LIMIT) fail('badTime');
     c.t = t;
     c.frame = f;
-    return [t, s];
+    return t;
   }
   if (s === 25) {
     const z = d.uint();
@@ -306,10 +312,14 @@ function getTime(group, d, c) {
     setTime(c, t);
     // The grid form is used whenever it applies (canonical form).
     if (t >= previous && previousOnGrid && c.frame >= 0) fail('badTime');
-    return [t, s];
+    return t;
   }
   return fail('badTime');
 }
+
+/// getCoordinates' results, without allocating a pair per point.
+let xOut = 0;
+let yOut = 0;
 
 function getCoordinates(n, timeSymbol, d, c) {
   const cls = timeClass(timeSymbol);
@@ -350,7 +360,8 @@ function getCoordinates(n, timeSymbol, d, c) {
   const x = px + residualValue(sx, ex);
   const y = py + residualValue(sy, ey);
   if (x < -2147483648 || x > 2147483647 || y < -2147483648 || y > 2147483647) fail('coordinateOutOfRange');
-  return [x, y];
+  xOut = x;
+  yOut = y;
 }
 
 function simplePoint(kind, d, c) {
@@ -364,12 +375,15 @@ function simplePoint(kind, d, c) {
     c.t = t;
     c.frame = f;
   } else {
-    [t, timeSymbol] = getTime(kind === K_MOVE ? 0 : kind === K_END ? 1 : 2, d, c);
+    t = getTime(kind === K_MOVE ? 0 : kind === K_END ? 1 : 2, d, c);
+    timeSymbol = timeSymbolOut;
     if (kind === K_MOVE && timeSymbol === 1) fail('badTime');
   }
   const starts = kind === K_START_PEN || kind === K_START_ERASER;
   if (!starts && !c.open) fail('badField');
-  const [x, y] = getCoordinates(starts ? 0 : c.count, timeSymbol, d, c);
+  getCoordinates(starts ? 0 : c.count, timeSymbol, d, c);
+  const x = xOut;
+  const y = yOut;
   const p = starts
     ? { t, type: 'point', stroke: (c.stroke + 1) >>> 0, tool: kind === K_START_PEN ? 1 : 2, phase: 1, x, y }
     : { t, type: 'point', stroke: c.stroke, tool: c.tool, phase: kind === K_END ? 3 : 2, x, y };
@@ -380,7 +394,8 @@ function simplePoint(kind, d, c) {
 function otherCommand(kind, d, c, budget) {
   switch (kind) {
     case K_POINT: {
-      const [t, timeSymbol] = getTime(2, d, c);
+      const t = getTime(2, d, c);
+      const timeSymbol = timeSymbolOut;
       const stroke = strokeDelta(d, c);
       const tool = d.bits(1) === 0 ? 1 : 2;
       const phase = d.bits(2);
@@ -388,13 +403,13 @@ function otherCommand(kind, d, c, budget) {
       const continues = continuesStroke(c, stroke, phase);
       if (c.open && continues && tool === c.tool) fail('badField');
       if (phase === 1 && stroke === ((c.stroke + 1) >>> 0)) fail('badField');
-      const [x, y] = getCoordinates(continues ? c.count : 0, timeSymbol, d, c);
-      const p = { t, type: 'point', stroke, tool, phase, x, y };
+      getCoordinates(continues ? c.count : 0, timeSymbol, d, c);
+      const p = { t, type: 'point', stroke, tool, phase, x: xOut, y: yOut };
       record(c, p, continues);
       return p;
     }
     case K_PEN: {
-      const t = getTime(3, d, c)[0];
+      const t = getTime(3, d, c);
       const color = d.bits(3);
       const width = d.bits(2);
       if (color > 5 || width < 1) fail('badField');
@@ -402,23 +417,23 @@ function otherCommand(kind, d, c, budget) {
     }
     case K_UNDO:
     case K_REDO: {
-      const t = getTime(3, d, c)[0];
+      const t = getTime(3, d, c);
       return { t, type: kind === K_UNDO ? 'undo' : 'redo', stroke: strokeDelta(d, c) };
     }
     case K_CLEAR:
-      return { t: getTime(3, d, c)[0], type: 'clear' };
+      return { t: getTime(3, d, c), type: 'clear' };
     case K_ERASE: {
-      const t = getTime(3, d, c)[0];
+      const t = getTime(3, d, c);
       const author = uint32(d);
       return { t, type: 'erase', author, stroke: uint32(d) };
     }
     case K_ADD_PAGE:
     case K_SWITCH_PAGE: {
-      const t = getTime(3, d, c)[0];
+      const t = getTime(3, d, c);
       return { t, type: kind === K_ADD_PAGE ? 'addPage' : 'switchPage', page: uint32(d) };
     }
     case K_ROOM: {
-      const t = getTime(3, d, c)[0];
+      const t = getTime(3, d, c);
       const which = d.bits(2);
       if (which === 0) return { t, type: 'lock' };
       if (which === 1) return { t, type: 'unlock' };
@@ -426,7 +441,7 @@ function otherCommand(kind, d, c, budget) {
       return fail('badField');
     }
     case K_OPAQUE: {
-      const t = getTime(3, d, c)[0];
+      const t = getTime(3, d, c);
       const code = d.bits(8);
       const length = d.uint();
       if (length === null) fail('badField');
