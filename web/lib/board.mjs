@@ -229,13 +229,19 @@ export class Fnv64 {
     this.lo = low >>> 0;
     this.hi = (Math.imul(this.hi, 0x1b3) + carry + (lo << 8)) >>> 0;
   }
-  /// Little-endian, fixed width (an Int32 goes as its bit pattern).
+  /// Little-endian, fixed width (an Int32 goes as its bit pattern); the four byte steps inline.
   u32(v) {
     const u = v >>> 0;
-    this.byte(u & 255);
-    this.byte((u >>> 8) & 255);
-    this.byte((u >>> 16) & 255);
-    this.byte(u >>> 24);
+    let hi = this.hi;
+    let lo = this.lo;
+    for (let shift = 0; shift < 32; shift += 8) {
+      const x = (lo ^ ((u >>> shift) & 255)) >>> 0;
+      const low = x * 0x1b3;
+      hi = (Math.imul(hi, 0x1b3) + Math.floor(low / 4294967296) + (x << 8)) >>> 0;
+      lo = low >>> 0;
+    }
+    this.hi = hi;
+    this.lo = lo;
   }
   get hex() { return this.hi.toString(16).padStart(8, '0') + this.lo.toString(16).padStart(8, '0'); }
 }
