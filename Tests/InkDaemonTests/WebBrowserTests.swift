@@ -281,6 +281,32 @@ struct WebBrowserTests {
         #expect(try Self.roomDigest(daemon, room: "v").board.strokeCount == 0)
     }
 
+    /// Pages: the teacher adds one, draws on it and presents it; a following page goes there
+    /// and shows the stroke; a page not following stays.
+    @Test func pagesFollowThePresentedPage() throws {
+        let daemon = try Self.startDaemon("web-pages")
+        let browser = try Chromium()
+        defer { browser.quit() }
+        let teacher = try Self.openBoard(browser, daemon, room: "p", fragment: "user=ana&role=teacher")
+        let pupil = try Self.openBoard(browser, daemon, room: "p", fragment: "user=bo&role=viewer")
+        try Self.click(teacher, "#add-page")
+        try Self.draw(teacher, [(0.3, 0.3), (0.4, 0.35), (0.5, 0.3)])
+        try Self.click(teacher, "#present")
+        #expect(pupil.wait(for: "window.inkwireBoard.board.presentedPage === 1 && document.getElementById('page').value === '1'"),
+                "the following page did not go to the presented page")
+        #expect(try pupil.evaluate("window.inkwireBoard.board.strokesOn(1).length") as? Int == 1)
+        _ = try pupil.evaluate("document.getElementById('follow').click()")
+        _ = try pupil.evaluate("(() => { const s = document.getElementById('page'); s.value = '0'; s.dispatchEvent(new Event('change')); })()")
+        try Self.click(teacher, "#add-page")
+        try Self.click(teacher, "#present")
+        #expect(pupil.wait(for: "window.inkwireBoard.board.presentedPage === 2"))
+        usleep(100_000)
+        #expect(try pupil.evaluate("document.getElementById('page').value") as? String == "0")
+        let room = try Self.roomDigest(daemon, room: "p")
+        #expect(room.board.pages == [PageID(0), PageID(1), PageID(2)])
+        #expect(try pupil.evaluate("window.inkwireBoard.digest") as? String == Self.digestHex(room.digest))
+    }
+
     /// With join tokens required, a page without a valid token is refused with a visible
     /// message; one with a valid token joins (the token rides in the fragment, never in a request).
     @Test func pageWithoutAValidTokenIsRefusedVisibly() throws {

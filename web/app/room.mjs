@@ -478,6 +478,8 @@ function frame() {
 
 function drawFrame() {
   flush();
+  // A late joiner sees the whole board at once: nothing is drawn while its history streams in.
+  if (session.follower.syncing && lastBoard !== null) return;
   const b = board();
   const pending = session.unacknowledgedCount * 1e6 + state.queue.length;
   if (state.dirty || b.version !== lastVersion || pending !== lastPending || b !== lastBoard) {
