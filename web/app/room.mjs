@@ -456,7 +456,6 @@ function render() {
   }
   drawn = list.map((s) => ({ key: s.key, count: s.xs.length, color: s.color }));
   const unacked = session.unacknowledgedCount + state.queue.length;
-  $('status-line').dataset.digest = b.digest;
   if (!$('status-line').textContent.startsWith('You may not') && !$('status-line').textContent.includes('digest')) {
     $('status-line').textContent = `page ${state.viewPage + 1} of ${b.pages.length}, ${b.strokeCount} strokes, room log at ${session.follower.appliedThrough}`
       + (unacked ? `, ${unacked} batches not yet stored` : '') + (b.locked ? ', board locked' : '');
