@@ -2,7 +2,7 @@ import InkUV
 
 extension Daemon {
     /// Binds the configured addresses, or adopts the sockets systemd passed (by name: `udp`,
-    /// `tcp`, `legacy` or `legacy-ROOM`, `metrics`). An adopted kind replaces its flags.
+    /// `tcp`, `legacy` or `legacy-ROOM`, `metrics`, `web`). An adopted kind replaces its flags.
     func openListeners(activation: SocketActivation?) throws(ConfigError) {
         let adopted = activation?.sockets ?? []
         func fds(_ name: String) -> [Int32] { adopted.filter { $0.name == name }.map(\.fd) }

@@ -351,6 +351,21 @@ struct WebBrowserTests {
         let secure = try browser.open("https://localhost:\(daemon.web)/room/s#user=bo&role=presenter")
         try #require(secure.wait(for: "window.inkwireBoard && window.inkwireBoard.member !== null"), "the https page did not join")
         #expect(try secure.evaluate("window.isSecureContext && !!crypto.subtle") as? Bool == true)
+        // What sealed sessions (protocol 2: Noise NK over X25519, AES-256-GCM, SHA-256) need of
+        // WebCrypto is there: an X25519 agreement, AES-256-GCM with its 16-byte tag, SHA-256.
+        let primitives = try secure.evaluate("""
+            (async () => {
+              const a = await crypto.subtle.generateKey({ name: 'X25519' }, true, ['deriveBits']);
+              const b = await crypto.subtle.generateKey({ name: 'X25519' }, true, ['deriveBits']);
+              const ab = new Uint8Array(await crypto.subtle.deriveBits({ name: 'X25519', public: b.publicKey }, a.privateKey, 256));
+              const ba = new Uint8Array(await crypto.subtle.deriveBits({ name: 'X25519', public: a.publicKey }, b.privateKey, 256));
+              const key = await crypto.subtle.importKey('raw', ab, 'AES-GCM', false, ['encrypt']);
+              const sealed = await crypto.subtle.encrypt({ name: 'AES-GCM', iv: new Uint8Array(12) }, key, new Uint8Array(5));
+              const hash = await crypto.subtle.digest('SHA-256', new Uint8Array(0));
+              return [ab.join() === ba.join(), sealed.byteLength, hash.byteLength];
+            })()
+            """) as? [Any]
+        #expect(primitives?.count == 3 && primitives?[0] as? Bool == true && primitives?[1] as? Int == 21 && primitives?[2] as? Int == 32)
         #expect(try secure.evaluate("document.getElementById('sealing').textContent") as? String == "not sealed")
         let status = try browser.open("https://localhost:\(daemon.web)/")
         #expect(status.wait(for: "document.body.innerText.includes(\(Self.quoted(fingerprint)))"))
