@@ -63,13 +63,16 @@ public final class Chromium {
         devTools.close()
         kill(pid, SIGTERM)
         var status: Int32 = 0
-        for _ in 0..<40 {
-            if waitpid(pid, &status, WNOHANG) == pid { break }
-            usleep(50_000)
-            if exited { continue }
+        var reaped = false
+        for _ in 0..<40 where !reaped {
+            reaped = waitpid(pid, &status, WNOHANG) == pid
+            if !reaped { usleep(50_000) }
         }
-        kill(pid, SIGKILL)
-        _ = waitpid(pid, &status, 0)
+        // Only a child not yet reaped may be killed (a reaped pid can belong to another process).
+        if !reaped {
+            kill(pid, SIGKILL)
+            _ = waitpid(pid, &status, 0)
+        }
         if profile.hasPrefix("/tmp/inkwire-chromium-") { _ = try? FileManager.default.removeItem(atPath: profile) }
     }
 
