@@ -21,7 +21,10 @@ struct WebBrowserTests {
     }
 
     static func startDaemon(_ tag: String, extra: [String] = []) throws -> Daemon {
-        let process = try DaemonProcess(["--udp", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--web", "127.0.0.1:0", "--legacy", "127.0.0.1:0=r"] + extra, tag: tag)
+        // The legacy test device sends no heartbeats: give it a silence bound the test (a browser
+        // on a loaded host) cannot reach, instead of the app's 9 s.
+        let process = try DaemonProcess(["--udp", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--web", "127.0.0.1:0", "--legacy", "127.0.0.1:0=r",
+                                         "--legacy-timeout-ms", "300000"] + extra, tag: tag)
         return Daemon(process: process, fields: try process.ready())
     }
 
