@@ -173,8 +173,8 @@ final class RawWebSocket {
         #expect(try RawWebSocket(port: port, origin: "https://board.school.example").status == 101)
     }
 
-    @Test func floodsAndSilentReadersCloseThatConnectionOnly() throws {
-        let (daemon, port) = try Self.start("web-flood", extra: ["--max-web-connections", "6", "--web-idle-ms", "300"])
+    @Test func floodsCloseThatConnectionOnly() throws {
+        let (daemon, port) = try Self.start("web-flood", extra: ["--max-web-connections", "6"])
         let bystander = try Self.joinedBystander(port: port, room: "h")
         // A ping flood costs one pong at a time: the connection stays usable.
         let pinger = try RawWebSocket(port: port)
@@ -192,11 +192,17 @@ final class RawWebSocket {
         for _ in 0..<8 { extra.append(try connectLoopback(port: port, type: SOCK_STREAM)) }
         #expect(daemon.waitForLine(containing: "web connection refused: too many") != nil)
         for fd in extra { close(fd) }
-        // A reader that neither reads nor answers pings is closed after the silence bound.
+        #expect(Self.stillServes(bystander, originSeq: 1))
+    }
+
+    @Test func silentReadersAreClosed() throws {
+        let (daemon, port) = try Self.start("web-silent", extra: ["--web-idle-ms", "400"])
+        let bystander = try Self.joinedBystander(port: port, room: "h")
+        // A reader that neither reads nor answers pings: pinged after 0.8 s of silence, closed
+        // 0.4 s later. The bystander reads (and answers the pings) all along.
         let silent = try RawWebSocket(port: port)
         silent.send(.join(JoinRequest(room: "h", user: "silent", role: .viewer, origin: 9)))
-        // The bystander reads (and so answers the daemon's pings) meanwhile.
-        bystander.pump(limitMicroseconds: 1_500_000) { false }
+        bystander.pump(limitMicroseconds: 10_000_000) { daemon.log.contains("web socket closed: silent") }
         #expect(daemon.waitForLine(containing: "web socket closed: silent") != nil)
         _ = silent
         #expect(Self.stillServes(bystander, originSeq: 1))
