@@ -3,6 +3,7 @@
 // The fragment never reaches the daemon in a request (browsers do not send it); the token goes
 // only inside the join message.
 import { RoomSession, sealingUnavailableReason } from '../lib/session.mjs';
+import { decodePublicKey, encodePublicKey } from '../lib/sealed.mjs';
 import { COLORS, drawStrokes } from '../lib/render.mjs';
 
 const $ = (id) => document.getElementById(id);
@@ -43,27 +44,49 @@ $('room-title').textContent = roomName;
 $('who').textContent = `${user} (${role})`;
 if (!canDrawRole) document.body.classList.add('viewer');
 
-// ---- sealing: say so when strokes travel in clear ----
+// ---- sealing: the page seals its session, or says visibly why it cannot ----
 
-const unsealable = sealingUnavailableReason();
-async function showSealing() {
-  let info = { sealing: 'none' };
+/// What the daemon offers (/info.json, protocol.md 8.4): `sealing` is `required` (protocol 2)
+/// or `none`; `publicKey` its static key.
+async function daemonInfo() {
   try {
-    info = await (await fetch('/info.json', { cache: 'no-store' })).json();
+    return await (await fetch('/info.json', { cache: 'no-store' })).json();
   } catch {
-    // the daemon answers this; without it assume no sealing
+    return { sealing: 'unknown' };
   }
+}
+const info = await daemonInfo();
+const unsealable = sealingUnavailableReason();
+// A key in the link (`#key=`, as the status page's links carry) is pinned; else the key the
+// daemon that served this page names (the same trust as the page's own code).
+const linkKeyText = params.get('key');
+const linkKey = linkKeyText === null ? null : decodePublicKey(linkKeyText);
+const serverKey = linkKey ?? (info.publicKey ? decodePublicKey(info.publicKey) : null);
+const daemonSeals = info.sealing === 'required';
+let cannotStart = null;
+if (linkKeyText !== null && linkKey === null) cannotStart = `The link's key (${linkKeyText}) is not a daemon public key (43 characters of base64url, or 64 hex digits).`;
+else if (daemonSeals && unsealable) {
+  const secure = `https://${location.host}${location.pathname}${location.hash}`;
+  cannotStart = `This page cannot seal its session: ${unsealable}. Nothing was sent. Open ${secure} instead.`;
+}
+
+function showSealing() {
   const pill = $('sealing');
   const warn = $('seal-warning');
-  if (info.sealing === 'none') {
-    pill.textContent = 'not sealed';
-    pill.className = 'pill bad';
-    warn.textContent = `Not sealed: strokes${token ? ' and the join token' : ''} travel unencrypted, because this daemon does not seal sessions yet`
-      + (unsealable ? `, and ${unsealable}.` : '.');
-  } else if (unsealable) {
+  warn.textContent = '';
+  if (cannotStart !== null) {
     pill.textContent = 'cannot seal';
     pill.className = 'pill bad';
-    warn.textContent = `This page cannot seal its session: ${unsealable}.`;
+    warn.textContent = cannotStart;
+  } else if (daemonSeals) {
+    pill.textContent = 'sealed';
+    pill.className = 'pill ok';
+    pill.title = `Noise NK with the daemon's key ${encodePublicKey(serverKey ?? new Uint8Array(32))}`;
+  } else {
+    pill.textContent = 'not sealed';
+    pill.className = 'pill bad';
+    warn.textContent = `Not sealed: strokes${token ? ' and the join token' : ''} travel unencrypted, because this daemon does not seal sessions`
+      + (unsealable ? `, and ${unsealable}.` : '.');
   }
   warn.hidden = warn.textContent === '';
 }
@@ -99,8 +122,12 @@ const session = new RoomSession({
   role,
   token,
   origin,
+  sealed: daemonSeals,
+  serverKey,
+  start: cannotStart === null,
   onEvent,
 });
+if (cannotStart !== null) setConnection('not connected', false);
 
 function setConnection(text, ok) {
   const pill = $('connection');
@@ -133,7 +160,17 @@ function onEvent(e) {
         $('refused').hidden = false;
       }
       break;
-    case 'disconnected': setConnection('offline, reconnecting…', false); break;
+    case 'disconnected': if (!session.ended) setConnection('offline, reconnecting…', false); break;
+    case 'sealError':
+      if (session.ended) {
+        setConnection('refused', false);
+        $('refused').textContent = `Not connected: ${e.text}. What this page sent was sealed to the pinned key, which that daemon does not hold.`;
+        $('refused').hidden = false;
+      } else {
+        $('status-line').textContent = `sealed session failed (${e.code}): ${e.text}; reconnecting`;
+      }
+      break;
+    case 'learnedKey': $('sealing').title = `the daemon's key ${encodePublicKey(e.key)} (learned, not pinned)`; break;
     case 'reconnecting': setConnection(`offline, retrying in ${(e.inMs / 1000).toFixed(1)} s`, false); break;
     case 'error':
       state.errors.push(e);

@@ -8,7 +8,10 @@ const text = (tag, value, attrs = {}) => {
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   return e;
 };
-const roomLink = (name) => `/room/${encodeURIComponent(name)}`;
+/// A room's board; with the daemon's key in the fragment, so a copied link pins it (the board
+/// page refuses a daemon that cannot prove it).
+let publicKey = null;
+const roomLink = (name) => `/room/${encodeURIComponent(name)}${publicKey ? `#key=${publicKey}` : ''}`;
 const bytes = (n) => (n < 1024 ? `${n} B` : n < 1 << 20 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / (1 << 20)).toFixed(1)} MiB`);
 const number = (v, unit) => (v === null || v === undefined ? '–' : `${v}${unit}`);
 
@@ -26,14 +29,15 @@ function table(headings, rows) {
 
 function render(status) {
   $('daemon').textContent = `inkwired ${status.version}, up ${Math.round(status.uptimeSeconds / 60)} min, ${status.tokenRequired ? 'join tokens required' : 'open rooms (no tokens)'}`;
-  const secure = location.protocol === 'https:';
+  // https, or localhost: the pages a board link opens have WebCrypto.
+  const secure = window.isSecureContext;
   const notes = [];
   if (status.certificateSHA256) {
     notes.push(`Certificate SHA-256 ${status.certificateSHA256}${status.certificateSelfMade ? ' (made by this daemon: ' : ''}`);
   }
   const security = $('security');
   security.replaceChildren();
-  if (!secure) security.append(`This page came over plain http: boards opened from it cannot seal their sessions. Open it over https instead. `);
+  if (!secure) security.append(`This page came over plain http from another host: boards opened from it cannot seal their sessions. Open it over https instead. `);
   if (status.certificateSHA256) {
     security.append(`TLS certificate SHA-256: `, text('code', status.certificateSHA256));
     if (status.certificateSelfMade) {
@@ -41,7 +45,11 @@ function render(status) {
       security.append(' (self-signed by this daemon: install ', a, ' as a trusted authority on the school\'s devices, after checking this fingerprint).');
     }
   }
-  security.append(` Sessions: ${status.sealing === 'none' ? 'not sealed (this daemon does not seal sessions yet)' : status.sealing}.`);
+  publicKey = status.publicKey ?? null;
+  if (status.sealing === 'none') security.append(' Sessions: not sealed (this daemon does not seal sessions).');
+  else {
+    security.append(' Sessions: sealed (Noise NK, AES-256-GCM). The daemon\'s public key (devices pin it): ', text('code', publicKey ?? '?'), '.');
+  }
   const rooms = $('rooms');
   rooms.replaceChildren(text('h2', `Rooms (${status.rooms.length})`));
   if (status.rooms.length === 0) rooms.append(text('p', 'No room is open yet.'));

@@ -4,12 +4,17 @@
 // classroom Wi-Fi) joins again with what it has and sends again every batch not yet
 // acknowledged, with the same numbers, so the room gets each once.
 //
-// Sealing (protocol.md 8.4, "Sealed sessions"): the link carries session messages through a
-// channel. Today the only channel is `plainChannel`; when the daemon offers sealed sessions a
-// sealing channel (WebCrypto: X25519, AES-256-GCM, SHA-256) takes its place behind the same two
-// calls, and `sealing` says which one is in use so the page can show it.
+// Sealing (protocol.md 4.6): with `serverKey` (the daemon's public key, or `null` to learn it)
+// each socket is a sealed stream (`SealedStream`): the join rides in the handshake, every later
+// session message is one AES-256-GCM transport message. A socket whose stream fails (a message
+// that does not open, a rogue daemon) is closed; a daemon that cannot prove the pinned key ends
+// the session, visibly. Without `serverKey` the socket carries session messages as they are
+// (a daemon of protocol 1). `sealing` says which, so the page can show it.
 import { RoomFollower } from './follower.mjs';
 import { decodeServer, encodeClient } from './messages.mjs';
+import { SealedStream, SealedStreamError } from './sealed.mjs';
+
+export { sealingUnavailableReason } from './sealed.mjs';
 
 /// The WebSocket subprotocol of this version of the session messages.
 export const SUBPROTOCOL = 'inkwire.v1';
@@ -19,26 +24,21 @@ export const RECONNECT_MAX_MS = 4000;
 /// Batches drawn while (re)joining, kept to send after the resend.
 export const MAX_DEFERRED_BATCHES = 4096;
 
-/// The channel of an unsealed session: bytes pass as they are.
-export const plainChannel = { sealed: false, seal: (bytes) => bytes, open: (bytes) => bytes };
-
-/// Why this page cannot seal, or null when it could (a secure context with WebCrypto).
-export function sealingUnavailableReason(scope = globalThis) {
-  if (scope.isSecureContext === false) return 'this page is not a secure context (open it over https, or on localhost)';
-  if (!scope.crypto || !scope.crypto.subtle) return 'this browser has no WebCrypto (crypto.subtle)';
-  return null;
-}
-
 export class RoomSession {
   /// options: url (ws:// or wss://), room, user, role, token (string), origin (a random
-  /// integer below 2^53 kept for the page's life), WebSocket (the constructor; the browser's
-  /// by default), onEvent(event), now() (ms), setTimeout/clearTimeout (injectable for tests).
+  /// integer below 2^53 kept for the page's life), sealed (true: sealed streams), serverKey
+  /// (32 bytes: the daemon's key to pin; null: learn it from the daemon), subtle (WebCrypto),
+  /// start (false: never connect), WebSocket (the constructor; the browser's by default), onEvent(event),
+  /// setTimeout/clearTimeout (injectable for tests).
   constructor(options) {
     this.options = options;
     this.follower = new RoomFollower(options.origin);
     this.WebSocket = options.WebSocket ?? globalThis.WebSocket;
     this.timers = { set: options.setTimeout ?? globalThis.setTimeout.bind(globalThis), clear: options.clearTimeout ?? globalThis.clearTimeout.bind(globalThis) };
-    this.channel = plainChannel;
+    this.sealed = Boolean(options.sealed);
+    this.serverKey = options.serverKey ?? null;
+    /// The current socket's sealed stream (sealed sessions only).
+    this.stream = null;
     this.socket = null;
     this.joined = false;
     this.ended = false;
@@ -47,13 +47,15 @@ export class RoomSession {
     this.attempts = 0;
     this.reconnectTimer = null;
     this.connects = 0;
-    this.connect();
+    // start: false makes a session that never connects (a page that cannot seal says why).
+    if (options.start === false) this.ended = true;
+    else this.connect();
   }
 
   get board() { return this.follower.board; }
   get member() { return this.follower.member; }
   get role() { return this.follower.role; }
-  get sealing() { return this.channel.sealed ? 'sealed' : 'plain'; }
+  get sealing() { return this.sealed ? 'sealed' : 'plain'; }
   get unacknowledgedCount() { return this.follower.pendingCount + this.deferred.length; }
 
   emit(event) { this.options.onEvent?.(event); }
@@ -74,15 +76,37 @@ export class RoomSession {
       if (socket !== this.socket) return;
       this.emit({ type: 'connected', sealing: this.sealing });
       const token = this.options.token ? new TextEncoder().encode(this.options.token) : new Uint8Array(0);
-      this.transmit(this.follower.join({ room: this.options.room, user: this.options.user, role: this.options.role, token }));
+      const join = this.follower.join({ room: this.options.room, user: this.options.user, role: this.options.role, token });
+      if (!this.sealed) {
+        this.transmit(join);
+        return;
+      }
+      // The join is the handshake's payload: it reaches only the holder of the daemon's key.
+      this.stream = new SealedStream({ serverKey: this.serverKey, join: encodeClient(join), subtle: this.options.subtle });
+      this.sealedStep(socket, this.stream.start(), (first) => this.write(socket, first));
     };
     socket.onmessage = (e) => {
       if (socket !== this.socket) return;
-      this.received(new Uint8Array(e.data));
+      const bytes = new Uint8Array(e.data);
+      if (!this.sealed) {
+        this.received(bytes);
+        return;
+      }
+      this.sealedStep(socket, this.stream.handle(bytes), (out) => {
+        for (const ev of out.events) {
+          if (ev.type === 'learnedKey') {
+            this.serverKey = ev.key;
+            this.emit(ev);
+          }
+        }
+        this.write(socket, out.send);
+        for (const m of out.delivered) this.received(m);
+      });
     };
     socket.onclose = (e) => {
       if (socket !== this.socket) return;
       this.socket = null;
+      this.stream = null;
       this.joined = false;
       this.resendOnJoin = true;
       this.emit({ type: 'disconnected', reason: e.reason || `closed (${e.code})`, code: e.code });
@@ -108,16 +132,41 @@ export class RoomSession {
     if (this.socket) this.socket.close(4000, 'dropped by the page');
   }
 
+  /// Runs `then` with what a sealed stream's operation gave, if its socket is still the current
+  /// one; a failed stream closes its socket (a rogue daemon ends the session).
+  sealedStep(socket, promise, then) {
+    promise.then((value) => {
+      if (socket === this.socket) then(value);
+    }, (e) => {
+      if (socket !== this.socket) return;
+      const code = e instanceof SealedStreamError ? e.code : 'failed';
+      this.emit({ type: 'sealError', code, text: e.message, presented: e.presented ?? null });
+      if (code === 'keyMismatch' || code === 'badKey' || code === 'noWebCrypto') this.end();
+      socket.close(4001, 'sealed stream failed');
+    });
+  }
+
+  write(socket, messages) {
+    if (socket.readyState !== 1) return;
+    for (const m of messages) socket.send(m);
+  }
+
   transmit(message) {
-    if (!this.socket || this.socket.readyState !== 1) return false;
-    this.socket.send(this.channel.seal(encodeClient(message)));
+    const socket = this.socket;
+    if (!socket || socket.readyState !== 1) return false;
+    if (this.sealed) {
+      // Sealed in call order (the stream numbers its messages), so written in call order.
+      this.sealedStep(socket, this.stream.seal(encodeClient(message)), (out) => this.write(socket, out));
+    } else {
+      socket.send(encodeClient(message));
+    }
     return true;
   }
 
   received(bytes) {
     let message;
     try {
-      message = decodeServer(this.channel.open(bytes));
+      message = decodeServer(bytes);
     } catch (e) {
       this.emit({ type: 'protocolError', text: `undecodable message: ${e.message}` });
       return;
