@@ -1,6 +1,7 @@
 import CSSL
 import InkProtocol
 import InkRelay
+import InkVersion
 import InkWeb
 import InkWebAssets
 
