@@ -28,6 +28,8 @@ public final class Daemon {
     var tokenVerifier: TokenVerifier?
     /// The primitives of sealed sessions (OpenSSL; `FakeCrypto` only with the benchmark knob).
     let crypto: any SessionCrypto
+    /// Sessions are really sealed (not the benchmark's unsealed baseline), as the status page says.
+    var sealsSessions: Bool { !config.insecureUnsealed }
     /// The daemon's static key pair (docs/protocol.md 8.4) and the resets it derives.
     let staticKey: StaticKeyPair
     let resets: StatelessReset

@@ -4,9 +4,10 @@ import InkUV
 import InkWeb
 
 /// One TCP connection to the web listener: TLS or not (its first byte says), then HTTP/1.1
-/// requests (kept alive, one at a time), and after a WebSocket upgrade on `/ws` one relay
-/// session whose messages are the native session messages, one per binary WebSocket message
-/// (docs/protocol.md 8.4), with native TCP's limits and permissions.
+/// requests (kept alive, one at a time), and after a WebSocket upgrade on `/ws` a sealed stream
+/// (docs/protocol.md 4.6, 8.5), one stream message per binary WebSocket message, carrying one
+/// relay session exactly as a native TCP connection does: the first message is admitted by
+/// `Daemon.admitStream`, then every message must open; native TCP's limits and permissions.
 ///
 /// Bad input closes this connection only, with a log line: a malformed or oversized request
 /// head (400/431, then close), a TLS failure, a WebSocket protocol violation or a message over
@@ -22,6 +23,8 @@ final class WebConnection: RelaySessionTransport {
     private var request: [UInt8] = []
     private var requestsServed = 0
     private var webSocket: WebSocketConnection?
+    private var sealed: SealedStreamSession?
+    private var answeredKeyRequest = false
     private var session: SessionID?
     private var blocked = false
     private var closed = false
@@ -70,7 +73,7 @@ final class WebConnection: RelaySessionTransport {
 
     var linkStatus: LinkStatus {
         var status = LinkStatus(address: connection.remoteAddress, tcp: connection.info)
-        status.sealed = false
+        status.sealed = sealed != nil && daemon.sealsSessions
         return status
     }
 
@@ -182,8 +185,6 @@ final class WebConnection: RelaySessionTransport {
         webSocket = WebSocketConnection(role: .server, limits: WebSocketLimits(maxMessageBytes: daemon.config.limits.maxFrameBytes,
                                                                                 maxFragments: WebConnection.maxFragments))
         deadline = daemon.loop.now + 2 * webSocketIdleMicroseconds
-        daemon.metrics.sessions.labels("web").add(1)
-        session = daemon.driver.open(self, kind: .web)
     }
 
     // MARK: WebSocket
@@ -200,7 +201,7 @@ final class WebConnection: RelaySessionTransport {
         while !closed, let event = webSocket?.pollEvent() {
             switch event {
             case .message(let bytes):
-                if let session { daemon.driver.message(bytes, from: session) }
+                streamMessage(bytes)
             case .text, .pong:
                 break
             case .closed(let code, let reason, let error):
@@ -225,10 +226,76 @@ final class WebConnection: RelaySessionTransport {
         if let bytes = webSocket?.pollTransmit() { send(bytes) }
     }
 
-    func deliver(_ message: ServerMessage, encoder: inout SharedMessageEncoder) {
+    // MARK: the sealed stream
+
+    /// One binary WebSocket message: one stream message of the sealed session.
+    private func streamMessage(_ message: [UInt8]) {
+        guard !finishing else { return }
+        guard let sealed else { return first(message) }
+        do {
+            try sealed.handleMessage(message, now: Instant(microseconds: daemon.loop.now))
+        } catch {
+            daemon.metrics.errors(kind: error == .unauthenticated ? "unauthenticated_packet" : "unexpected_packet").increment()
+            daemon.logger.notice("web socket closed: sealed stream failed", ["remote": remote, "reason": error.description])
+            return closeWebSocket(.policyViolation, reason: "sealed stream: \(error)")
+        }
+        while !closed, !finishing, let event = sealed.pollEvent() {
+            switch event {
+            case .delivered(let bytes):
+                if let session { daemon.driver.message(bytes, from: session) }
+            case .confirmed:
+                if let session { daemon.driver.confirmed(session) }
+            default:
+                break
+            }
+        }
+        flushSealed()
+    }
+
+    /// The stream's first message (`Daemon.admitStream`, as on native TCP).
+    private func first(_ message: [UInt8]) {
+        switch daemon.admitStream(message, remote: remote, keyRequested: answeredKeyRequest) {
+        case .answer(let reply):
+            answeredKeyRequest = true
+            sendMessage(reply)
+        case .answerAndClose(let answer, let reason):
+            sendMessage(answer)
+            daemon.logger.info("web socket answered and closed", ["remote": remote, "reason": reason])
+            closeWebSocket(.normal, reason: reason)
+        case .close(let reason):
+            daemon.logger.notice("web socket closed: bad first message", ["remote": remote, "reason": reason])
+            closeWebSocket(.policyViolation, reason: reason)
+        case .accepted(let stream, let join):
+            sealed = stream
+            flushSealed()
+            daemon.metrics.sessions.labels("web").add(1)
+            session = daemon.driver.open(self, kind: .web, confirmed: false)
+            if let session, !closed { daemon.driver.message(join, from: session) }
+        }
+    }
+
+    private func flushSealed() {
+        while !closed, let m = sealed?.pollMessage() { sendMessage(m) }
+    }
+
+    private func sendMessage(_ message: [UInt8]) {
         guard !closed, !finishing, webSocket != nil else { return }
-        webSocket!.send(encoder.encode(message))
+        webSocket!.send(message)
         flushWebSocket()
+    }
+
+    /// Ends the socket from this side: the relay session (if any), a close frame, then FIN.
+    private func closeWebSocket(_ code: WebSocketCloseCode, reason: String) {
+        endSession()
+        webSocket?.close(code, reason: reason)
+        flushWebSocket()
+        finish()
+    }
+
+    func deliver(_ message: ServerMessage, encoder: inout SharedMessageEncoder) {
+        guard !closed, !finishing, let sealed else { return }
+        sealed.send(encoder.encode(message), now: Instant(microseconds: daemon.loop.now))
+        flushSealed()
         if !blocked && connection.writeQueueBytes > WebConnection.backpressureHighBytes, let session {
             blocked = true
             daemon.driver.backpressure(session)

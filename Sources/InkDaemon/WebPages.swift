@@ -64,9 +64,10 @@ struct WebPages {
         w.object {
             w.field("version", InkwireVersion.string)
             w.field("tokenRequired", daemon.tokenVerifier != nil)
-            // Sealed sessions (docs/protocol.md 8.4): this daemon speaks protocol 1, unsealed.
-            w.field("sealing", "none")
-            w.field("protocol", 1)
+            // Sealed sessions (docs/protocol.md 4, 8.5): every session is sealed; a page pins this key.
+            w.field("sealing", "required")
+            w.field("protocol", 2)
+            w.field("publicKey", PublicKeyText.encode(daemon.staticKey.publicKey))
             w.field("subprotocol", WebSocketHandshake.subprotocol)
             if let cert = daemon.webCertificate {
                 w.field("certificateSHA256", cert.fingerprint)
@@ -87,7 +88,8 @@ struct WebPages {
             w.field("version", InkwireVersion.string)
             w.field("uptimeSeconds", Int((daemon.loop.now - daemon.startedAt) / 1_000_000))
             w.field("tokenRequired", daemon.tokenVerifier != nil)
-            w.field("sealing", "none")
+            w.field("sealing", "required")
+            w.field("publicKey", PublicKeyText.encode(daemon.staticKey.publicKey))
             if let cert = daemon.webCertificate {
                 w.field("certificateSHA256", cert.fingerprint)
                 w.field("certificateSelfMade", cert.isSelfMade)
