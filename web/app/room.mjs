@@ -46,7 +46,7 @@ if (!canDrawRole) document.body.classList.add('viewer');
 
 // ---- sealing: the page seals its session, or says visibly why it cannot ----
 
-/// What the daemon offers (/info.json, protocol.md 8.4): `sealing` is `required` (protocol 2)
+/// What the daemon offers (/info.json, protocol.md 8.5): `sealing` is `required` (protocol 2)
 /// or `none`; `publicKey` its static key.
 async function daemonInfo() {
   try {
@@ -62,7 +62,8 @@ const unsealable = sealingUnavailableReason();
 const linkKeyText = params.get('key');
 const linkKey = linkKeyText === null ? null : decodePublicKey(linkKeyText);
 const serverKey = linkKey ?? (info.publicKey ? decodePublicKey(info.publicKey) : null);
-const daemonSeals = info.sealing === 'required';
+// Sealed unless the daemon says it does not seal (an unreadable /info.json is no reason to send in clear).
+const daemonSeals = info.sealing !== 'none';
 let cannotStart = null;
 if (linkKeyText !== null && linkKey === null) cannotStart = `The link's key (${linkKeyText}) is not a daemon public key (43 characters of base64url, or 64 hex digits).`;
 else if (daemonSeals && unsealable) {
@@ -162,7 +163,7 @@ function onEvent(e) {
       break;
     case 'disconnected': if (!session.ended) setConnection('offline, reconnecting…', false); break;
     case 'sealError':
-      if (session.ended) {
+      if (e.fatal) {
         setConnection('refused', false);
         $('refused').textContent = `Not connected: ${e.text}. What this page sent was sealed to the pinned key, which that daemon does not hold.`;
         $('refused').hidden = false;

@@ -1,6 +1,6 @@
 // Session messages (docs/protocol.md section 5a): what a device and the daemon say to each other.
 // The same messages travel over UDP (ARQ), native TCP (length-prefixed) and the browser's
-// WebSocket (one binary WebSocket message each, section 8.4).
+// WebSocket (one binary WebSocket message each, section 8.5).
 //
 //   message = version:u8 (=1)  kind:varint  bodyLength:varint  body
 //

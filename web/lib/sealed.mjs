@@ -243,6 +243,9 @@ export class SealedStream {
     return result;
   }
 
+  /// Resolves once every operation called so far has finished (whatever its outcome).
+  settled() { return this.queue; }
+
   /// The stream's first message: [initiation] with a pinned key, else [key request].
   start() {
     return this.serially(async () => {

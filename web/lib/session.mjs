@@ -1,22 +1,23 @@
-// A browser's membership of one room over a WebSocket (docs/protocol.md 8.4): each binary
-// WebSocket message is one session message, exactly as a native TCP frame's body. It joins,
+// A browser's membership of one room over a WebSocket (docs/protocol.md 8.5): each binary
+// WebSocket message is one stream message, exactly as a native TCP frame's body. It joins,
 // follows the room (RoomFollower), sends the page's batches, and when the socket drops (a
 // classroom Wi-Fi) joins again with what it has and sends again every batch not yet
 // acknowledged, with the same numbers, so the room gets each once.
 //
-// Sealing (protocol.md 4.6): with `serverKey` (the daemon's public key, or `null` to learn it)
-// each socket is a sealed stream (`SealedStream`): the join rides in the handshake, every later
-// session message is one AES-256-GCM transport message. A socket whose stream fails (a message
-// that does not open, a rogue daemon) is closed; a daemon that cannot prove the pinned key ends
-// the session, visibly. Without `serverKey` the socket carries session messages as they are
-// (a daemon of protocol 1). `sealing` says which, so the page can show it.
+// Sealing (protocol.md 4.6): with `sealed`, each socket is a sealed stream (`SealedStream`,
+// pinning `serverKey`, or learning the key when it is null): the join rides in the handshake,
+// every later session message is one AES-256-GCM transport message. A socket whose stream fails
+// (a message that does not open) is closed and joined again; a daemon that cannot prove the
+// pinned key ends the session, visibly. Without `sealed` the socket carries session messages as
+// they are (a protocol 1 daemon). `sealing` says which, so the page can show it.
 import { RoomFollower } from './follower.mjs';
 import { decodeServer, encodeClient } from './messages.mjs';
 import { SealedStream, SealedStreamError } from './sealed.mjs';
 
 export { sealingUnavailableReason } from './sealed.mjs';
 
-/// The WebSocket subprotocol of this version of the session messages.
+/// The WebSocket subprotocol: one stream message per binary WebSocket message (the protocol's
+/// version is in each message's first byte).
 export const SUBPROTOCOL = 'inkwire.v1';
 /// Reconnect delays (ms): doubled from the first to the last, with up to 25 % jitter.
 export const RECONNECT_FIRST_MS = 250;
@@ -105,12 +106,18 @@ export class RoomSession {
     };
     socket.onclose = (e) => {
       if (socket !== this.socket) return;
-      this.socket = null;
-      this.stream = null;
-      this.joined = false;
-      this.resendOnJoin = true;
-      this.emit({ type: 'disconnected', reason: e.reason || `closed (${e.code})`, code: e.code });
-      if (!this.ended) this.scheduleReconnect();
+      // What the socket delivered before it closed is opened first: a daemon's notice (a
+      // rogue daemon, a busy one) says why it closed, and decides whether to come back.
+      const settled = this.stream ? this.stream.settled() : Promise.resolve();
+      settled.then(() => {
+        if (socket !== this.socket) return;
+        this.socket = null;
+        this.stream = null;
+        this.joined = false;
+        this.resendOnJoin = true;
+        this.emit({ type: 'disconnected', reason: e.reason || `closed (${e.code})`, code: e.code });
+        if (!this.ended) this.scheduleReconnect();
+      });
     };
     socket.onerror = () => {};
   }
@@ -140,8 +147,10 @@ export class RoomSession {
     }, (e) => {
       if (socket !== this.socket) return;
       const code = e instanceof SealedStreamError ? e.code : 'failed';
-      this.emit({ type: 'sealError', code, text: e.message, presented: e.presented ?? null });
-      if (code === 'keyMismatch' || code === 'badKey' || code === 'noWebCrypto') this.end();
+      // A daemon that cannot prove the pinned key is not this page's daemon: never retry it.
+      const fatal = code === 'keyMismatch' || code === 'badKey' || code === 'noWebCrypto';
+      if (fatal) this.end();
+      this.emit({ type: 'sealError', code, text: e.message, presented: e.presented ?? null, fatal });
       socket.close(4001, 'sealed stream failed');
     });
   }
