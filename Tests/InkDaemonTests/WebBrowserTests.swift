@@ -32,7 +32,7 @@ struct WebBrowserTests {
     static func openBoard(_ browser: Chromium, _ daemon: Daemon, room: String, fragment: String) throws -> BrowserPage {
         let page = try browser.open(daemon.url("/room/\(room)#\(fragment)"))
         try #require(page.wait(for: "window.inkwireBoard && window.inkwireBoard.member !== null && !window.inkwireBoard.session.follower.syncing"),
-                     "the page did not join: \(String(describing: try? page.evaluate("document.body.innerText")))")
+                     "the page did not join: \(String(describing: try? page.evaluate("document.body.innerText"))))
         return page
     }
 
@@ -369,10 +369,51 @@ struct WebBrowserTests {
             })()
             """) as? [Any]
         #expect(primitives?.count == 3 && primitives?[0] as? Bool == true && primitives?[1] as? Int == 21 && primitives?[2] as? Int == 32)
-        #expect(try secure.evaluate("document.getElementById('sealing').textContent") as? String == "not sealed")
+        #expect(try secure.evaluate("document.getElementById('sealing').textContent") as? String == "sealed")
+        #expect(try secure.evaluate("window.inkwireBoard.session.sealing") as? String == "sealed")
         let status = try browser.open("https://localhost:\(daemon.web)/")
         #expect(status.wait(for: "document.body.innerText.includes(\(Self.quoted(fingerprint)))"))
         #expect(daemon.process.log.contains(fingerprint))
+        // The status page names the daemon's key, and its board links pin it.
+        let key = try #require(daemon.fields["public_key"])
+        #expect(status.wait(for: "document.body.innerText.includes(\(Self.quoted(key)))"))
+        #expect(status.wait(for: "[...document.querySelectorAll('a')].some(a => a.getAttribute('href') === '/room/s#key=\(key)')"))
+    }
+
+    /// A page whose link pins another daemon key refuses this daemon visibly: the handshake
+    /// does not open (a notice names the key this daemon has), and nothing is joined.
+    @Test func aPagePinningAnotherKeyRefusesTheDaemon() throws {
+        let daemon = try Self.startDaemon("web-rogue")
+        let browser = try Chromium()
+        defer { browser.quit() }
+        // Another daemon's key (the sealed-session vectors' daemon ephemeral key, any valid key would do).
+        let other = PublicKeyText.encode(try #require(PublicKeyText.decode("79a631eede1bf9c98f12032cdeadd0e7a079398fc786b88cc846ec89af85a51a")))
+        let page = try browser.open(daemon.url("/room/k#user=ana&role=teacher&key=\(other)"))
+        #expect(page.wait(for: "!document.getElementById('refused').hidden"), "\(String(describing: try? page.evaluate("document.body.innerText"))))
+        let text = try page.evaluate("document.getElementById('refused').textContent") as? String ?? ""
+        let key = try #require(daemon.fields["public_key"])
+        #expect(text.contains("did not prove key \(other)") && text.contains("it presents \(key)"), "\(text)")
+        #expect(try page.evaluate("window.inkwireBoard.member === null") as? Bool == true)
+        #expect(try page.evaluate("window.inkwireBoard.session.connects") as? Int == 1, "a page refused by its pin must not retry")
+    }
+
+    /// A page from a plain-http origin that is not this machine's (as a pupil's browser opening
+    /// http://LAN-ADDRESS gets) is no secure context and has no WebCrypto: it says so, names the
+    /// https address, and sends nothing (no socket, no member). `classroom.test` is mapped to
+    /// loopback inside the browser only.
+    @Test func aPageThatCannotSealSaysSoAndSendsNothing() throws {
+        let daemon = try Self.startDaemon("web-unsealable")
+        let browser = try Chromium(extraArguments: ["--host-resolver-rules=MAP classroom.test 127.0.0.1"])
+        defer { browser.quit() }
+        let page = try browser.open("http://classroom.test:\(daemon.web)/room/u#user=ana&role=teacher")
+        #expect(page.wait(for: "document.getElementById('sealing').textContent === 'cannot seal'"))
+        #expect(try page.evaluate("window.isSecureContext") as? Bool == false)
+        let banner = try page.evaluate("document.getElementById('seal-warning').hidden ? '' : document.getElementById('seal-warning').textContent") as? String ?? ""
+        #expect(banner.contains("cannot seal its session") && banner.contains("https://classroom.test:\(daemon.web)/room/u"), "\(banner)")
+        #expect(try page.evaluate("document.getElementById('connection').textContent") as? String == "not connected")
+        #expect(try page.evaluate("window.inkwireBoard.session.connects") as? Int == 0)
+        let status = try httpGet(port: daemon.web, path: "/status.json")
+        #expect(status.contains("\"rooms\":[]") || !status.contains("\"transport\":\"web\""), "\(status)")
     }
 }
 
