@@ -9,6 +9,7 @@ import Foundation
 import Glibc
 import InkBenchSupport
 import InkCodec
+import InkCrypto
 import InkProtocol
 
 struct WebBenchOptions {
@@ -73,6 +74,8 @@ private final class WebBenchDaemon {
     let directory: String
     let web: UInt16
     let tcp: UInt16
+    /// The daemon's public key (its ready line's), which the native members pin.
+    let publicKey: [UInt8]
 
     init() throws {
         var template = Array("/tmp/inkwire-bench-web-XXXXXX".utf8CString)
@@ -93,6 +96,7 @@ private final class WebBenchDaemon {
         guard rc == 0 else { throw Chromium.Failure("cannot start \(argv[0])") }
         pid = child
         var ports: (UInt16, UInt16)?
+        var key: [UInt8]?
         for _ in 0..<400 where ports == nil {
             usleep(25_000)
             guard let text = try? String(contentsOfFile: log, encoding: .utf8), let line = text.split(separator: "\n").first(where: { $0.contains("msg=\"ready\"") }) else { continue }
@@ -101,12 +105,14 @@ private final class WebBenchDaemon {
                 return line[r.upperBound...].prefix { $0 != " " }.split(separator: ":").last.flatMap { UInt16($0) }
             }
             if let w = port("web"), let t = port("tcp") { ports = (w, t) }
+            key = BenchSecurity.publicKey(readyLine: line)
         }
-        guard let ports else {
+        guard let ports, let key else {
             kill(child, SIGKILL)
             throw Chromium.Failure("inkwired did not get ready: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         }
         (web, tcp) = ports
+        publicKey = key
     }
 
     func stop() {
@@ -117,11 +123,14 @@ private final class WebBenchDaemon {
     }
 }
 
-/// A native device on a TCP stream, blocking: join, batches, and what the daemon sends back
-/// (each message stamped with its arrival, epoch ms). Its inbox is behind a lock (a reader thread fills it).
+/// A native device on a sealed TCP stream (docs/protocol.md 4.6, OpenSSL), blocking: join,
+/// batches, and what the daemon sends back (each message stamped with its arrival, epoch ms).
+/// Its inbox and stream are behind a lock (a reader thread fills the inbox).
 private final class WebBenchStream: @unchecked Sendable {
     let fd: Int32
     private var decoder = StreamFrameDecoder(maxFrameBytes: 1 << 24)
+    private var stream: SealedStreamSession?
+    private let serverKey: [UInt8]
     private var outCodec = BinaryCodecState()
     private var inCodec = BinaryCodecState()
     private(set) var member = AuthorID(0)
@@ -134,7 +143,8 @@ private final class WebBenchStream: @unchecked Sendable {
     private var reader: Thread?
     private var reading = false
 
-    init(port: UInt16, room: String, user: String, role: MemberRole) throws {
+    init(port: UInt16, serverKey: [UInt8], room: String, user: String, role: MemberRole) throws {
+        self.serverKey = serverKey
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -175,8 +185,27 @@ private final class WebBenchStream: @unchecked Sendable {
         reader = nil
     }
 
+    private var now: Instant { Instant(microseconds: UInt64(Date().timeIntervalSince1970 * 1_000_000)) }
+
+    /// Seals one session message (the first: the join, in the handshake) and writes what the stream has.
     func send(_ message: ClientMessage) {
-        let bytes = StreamFrameDecoder.frame(SessionMessageCodec.encode(message))
+        let bytes = SessionMessageCodec.encode(message)
+        lock.withLock {
+            if let stream {
+                stream.send(bytes, now: now)
+            } else {
+                stream = SealedStreamSession(serverKey: serverKey, join: bytes, crypto: OpenSSLCrypto.shared)
+            }
+            flush()
+        }
+    }
+
+    /// Writes the stream's queued messages, length-prefixed (call with the lock held).
+    private func flush() {
+        while let m = stream?.pollMessage() { write(StreamFrameDecoder.frame(m)) }
+    }
+
+    private func write(_ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
             let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -212,11 +241,15 @@ private final class WebBenchStream: @unchecked Sendable {
         guard n > 0 else { return }
         let at = Date().timeIntervalSince1970 * 1000
         decoder.handleBytes(Array(buffer[..<n]))
-        var decoded: [(ServerMessage, Double)] = []
-        while let frame = try? decoder.pollFrame() {
-            if let m = try? SessionMessageCodec.decodeServer(frame) { decoded.append((m, at)) }
+        lock.withLock {
+            while let frame = try? decoder.pollFrame() {
+                guard let stream, (try? stream.handleMessage(frame, now: now)) != nil else { continue }
+                while let event = stream.pollEvent() {
+                    if case .delivered(let bytes) = event, let m = try? SessionMessageCodec.decodeServer(bytes) { inbox.append((m, at)) }
+                }
+            }
+            flush()
         }
-        lock.withLock { inbox += decoded }
     }
 
     /// The commands of a room batch, decoded in order with this device's live codec state.
@@ -239,7 +272,7 @@ private func webLateJoin(_ options: WebBenchOptions) {
         do {
             let daemon = try WebBenchDaemon()
             defer { daemon.stop() }
-            let author = try WebBenchStream(port: daemon.tcp, room: "late", user: "teacher", role: .teacher)
+            let author = try WebBenchStream(port: daemon.tcp, serverKey: daemon.publicKey, room: "late", user: "teacher", role: .teacher)
             // Pipelined, 256 batches ahead of their acks.
             var acked: UInt64 = 0
             for (k, batch) in batches.enumerated() {
@@ -288,7 +321,7 @@ private func webLatency(_ options: WebBenchOptions) {
     do {
         let daemon = try WebBenchDaemon()
         defer { daemon.stop() }
-        let watcher = try WebBenchStream(port: daemon.tcp, room: "lat", user: "native-watcher", role: .viewer)
+        let watcher = try WebBenchStream(port: daemon.tcp, serverKey: daemon.publicKey, room: "lat", user: "native-watcher", role: .viewer)
         watcher.startReading()
         let browser = try Chromium(windowSize: (1100, 900))
         defer { browser.quit() }
@@ -323,8 +356,8 @@ private func webLatency(_ options: WebBenchOptions) {
         let pageToPage = zip(sentAt, arrivals).map { $1 - $0 }
         let pageToNative = zip(sentAt, nativeArrivals).map { $1 - $0 }
         // Native -> daemon -> native on the same rate and batch shape: one point a batch.
-        let sender = try WebBenchStream(port: daemon.tcp, room: "lat-native", user: "native-drawer", role: .presenter)
-        let nativeWatcher = try WebBenchStream(port: daemon.tcp, room: "lat-native", user: "native-watcher-2", role: .viewer)
+        let sender = try WebBenchStream(port: daemon.tcp, serverKey: daemon.publicKey, room: "lat-native", user: "native-drawer", role: .presenter)
+        let nativeWatcher = try WebBenchStream(port: daemon.tcp, serverKey: daemon.publicKey, room: "lat-native", user: "native-watcher-2", role: .viewer)
         nativeWatcher.startReading()
         sender.startReading()
         var nativeSent: [Double] = []
