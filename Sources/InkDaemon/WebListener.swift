@@ -2,7 +2,7 @@ import InkUV
 import InkWeb
 
 /// `--web HOST:PORT`: the status page, the board pages and the JavaScript client (built into the
-/// binary), and browsers' sessions over WebSockets (docs/protocol.md 8.4). One port serves
+/// binary), and browsers' sessions over WebSockets (docs/protocol.md 8.5). One port serves
 /// HTTPS and plain HTTP: a connection whose first byte starts a TLS handshake gets TLS.
 final class WebListener {
     let listener: TCPListener

@@ -35,7 +35,8 @@ public enum WebSocketHandshakeError: Error, Equatable, Sendable, CustomStringCon
 }
 
 public enum WebSocketHandshake {
-    /// The WebSocket subprotocol of the session messages of this version (protocol.md 8.4).
+    /// The WebSocket subprotocol (protocol.md 8.5): one stream message per binary WebSocket
+    /// message; the protocol's version is in each message's first byte, as on native TCP.
     public static let subprotocol = "inkwire.v1"
     static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
