@@ -32,7 +32,7 @@ struct WebBrowserTests {
     static func openBoard(_ browser: Chromium, _ daemon: Daemon, room: String, fragment: String) throws -> BrowserPage {
         let page = try browser.open(daemon.url("/room/\(room)#\(fragment)"))
         try #require(page.wait(for: "window.inkwireBoard && window.inkwireBoard.member !== null && !window.inkwireBoard.session.follower.syncing"),
-                     "the page did not join: \(String(describing: try? page.evaluate("document.body.innerText"))))
+                     "the page did not join: \(String(describing: try? page.evaluate("document.body.innerText")))")
         return page
     }
 
@@ -389,7 +389,8 @@ struct WebBrowserTests {
         // Another daemon's key (the sealed-session vectors' daemon ephemeral key, any valid key would do).
         let other = PublicKeyText.encode(try #require(PublicKeyText.decode("79a631eede1bf9c98f12032cdeadd0e7a079398fc786b88cc846ec89af85a51a")))
         let page = try browser.open(daemon.url("/room/k#user=ana&role=teacher&key=\(other)"))
-        #expect(page.wait(for: "!document.getElementById('refused').hidden"), "\(String(describing: try? page.evaluate("document.body.innerText"))))
+        let refused = page.wait(for: "!document.getElementById('refused').hidden")
+        #expect(refused, "the page shows no refusal: \(String(describing: try? page.evaluate("document.body.innerText")))")
         let text = try page.evaluate("document.getElementById('refused').textContent") as? String ?? ""
         let key = try #require(daemon.fields["public_key"])
         #expect(text.contains("did not prove key \(other)") && text.contains("it presents \(key)"), "\(text)")
