@@ -19,9 +19,9 @@ export const ROLES = { teacher: 1, presenter: 2, viewer: 3 };
 export const roleName = (n) => ({ 1: 'teacher', 2: 'presenter', 3: 'viewer' })[n];
 
 /// Wire numbers (protocol.md 5a); unknown numbers decode as 0 (other).
-export const JOIN_REFUSAL = ['other', 'badToken', 'expiredToken', 'tokenMismatch', 'roleNotAllowed', 'roomFull', 'tooManyRooms', 'invalidName', 'alreadyJoined', 'shuttingDown'];
-export const ERROR_CODE = ['other', 'permissionDenied', 'notTeacher', 'malformedMessage', 'malformedBatch', 'batchTooLarge', 'notJoined', 'unknownMember', 'invalidOriginSeq', 'historyFull', 'storageUnavailable'];
-export const GOING_AWAY = ['other', 'shuttingDown', 'left', 'replaced', 'idle', 'tooManyErrors'];
+export const JOIN_REFUSAL = ['other', 'badToken', 'expiredToken', 'tokenMismatch', 'roleNotAllowed', 'roomFull', 'tooManyRooms', 'invalidName', 'alreadyJoined', 'shuttingDown', 'unsupportedVersion'];
+export const ERROR_CODE = ['other', 'permissionDenied', 'notTeacher', 'malformedMessage', 'malformedBatch', 'batchTooLarge', 'notJoined', 'unknownMember', 'invalidOriginSeq', 'historyFull', 'storageUnavailable', 'originSeqGap', 'originSeqReused'];
+export const GOING_AWAY = ['other', 'shuttingDown', 'left', 'replaced', 'idle', 'tooManyErrors', 'tokenExpired', 'tokenRevoked'];
 
 const CLIENT_KINDS = { join: 1, batch: 2, grantDraw: 3, revokeDraw: 4, syncAck: 5, leave: 6 };
 const SERVER_KINDS = { joinAccepted: 32, joinRefused: 33, roomBatch: 34, batchAck: 35, error: 36, member: 37, syncBegin: 38, syncChunk: 39, syncDone: 40, goingAway: 41 };

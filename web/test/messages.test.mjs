@@ -48,3 +48,14 @@ test('large varints and texts', () => {
   const refused = decodeServer(encodeServer({ type: 'joinRefused', reason: 'badToken', text: long }));
   assert.equal(refused.text, 'é'.repeat(256));
 });
+
+test('protocol 2 numbers have their names', () => {
+  // A protocol 2 daemon's answer to a protocol 1 join (protocol.md 8.1): joinRefused, reason 10.
+  const refusal = encodeServer({ type: 'joinRefused', reason: 'unsupportedVersion', text: 'update' });
+  assert.equal(hex(refusal.subarray(0, 4)), '0121080a');
+  assert.equal(decodeServer(refusal).reason, 'unsupportedVersion');
+  for (const [code, n] of [['originSeqGap', 11], ['originSeqReused', 12]]) {
+    assert.equal(decodeServer(encodeServer({ type: 'error', code, text: '' })).code, code, String(n));
+  }
+  for (const reason of ['tokenExpired', 'tokenRevoked']) assert.equal(decodeServer(encodeServer({ type: 'goingAway', reason, text: '' })).reason, reason);
+});
