@@ -27,6 +27,7 @@ let package = Package(
         .systemLibrary(name: "CLibUV", path: "Sources/CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSSL", path: "Sources/CSSL", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CENet", path: "Sources/CENet", pkgConfig: "libenet", providers: [.apt(["libenet-dev"])]),
         .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
 
@@ -40,13 +41,19 @@ let package = Package(
         .target(name: "InkRelay", dependencies: ["InkCodec", "InkProtocol"], swiftSettings: releaseExclusivityUnchecked),
         .target(name: "InkSim", dependencies: ["InkProtocol"]),
         .target(name: "InkClient", dependencies: ["InkCodec", "InkProtocol"]),
+        /// HTTP request heads and RFC 6455 WebSockets for the web listener (docs/protocol.md 8.4).
+        .target(name: "InkWeb"),
+        /// The browser client (web/), built into the binary at build time by the EmbedWebAssets plugin.
+        .executableTarget(name: "web-embed"),
+        .plugin(name: "EmbedWebAssets", capability: .buildTool(), dependencies: ["web-embed"]),
+        .target(name: "InkWebAssets", plugins: ["EmbedWebAssets"]),
 
         // IO and storage.
         .target(name: "InkStore", dependencies: ["InkCodec", "CSQLite"]),
         .target(name: "InkUV", dependencies: ["CLibUV"], swiftSettings: releaseExclusivityUnchecked),
         // The primitives of sealed sessions, from OpenSSL (injected into the pure core).
         .target(name: "InkCrypto", dependencies: ["InkProtocol", "CCrypto"], swiftSettings: releaseExclusivityUnchecked),
-        .target(name: "InkDaemon", dependencies: ["InkCodec", "InkProtocol", "InkRelay", "InkStore", "InkUV", "InkVersion", "InkCrypto", "CCrypto", "CMosquitto"],
+        .target(name: "InkDaemon", dependencies: ["InkCodec", "InkProtocol", "InkRelay", "InkStore", "InkUV", "InkVersion", "InkCrypto", "InkWeb", "InkWebAssets", "CCrypto", "CSSL", "CMosquitto"],
                 swiftSettings: releaseExclusivityUnchecked),
 
         // Programs.
@@ -54,7 +61,7 @@ let package = Package(
         .executableTarget(name: "inkwire", dependencies: ["InkCodec", "InkProtocol", "InkUV", "InkDaemon", "InkClient", "InkVersion", "InkCrypto"]),
         .executableTarget(name: "inkwire-sim", dependencies: ["InkSim", "InkProtocol"]),
         .target(name: "MQTTChaos", path: "Benchmarks/MQTTChaos"),
-        .target(name: "InkBenchSupport", dependencies: ["CENet", "InkUV", "MQTTChaos"], path: "Benchmarks/InkBenchSupport"),
+        .target(name: "InkBenchSupport", dependencies: ["CENet", "InkUV", "InkWeb", "MQTTChaos"], path: "Benchmarks/InkBenchSupport"),
         .executableTarget(
             name: "inkwire-bench",
             dependencies: ["InkCodec", "InkProtocol", "InkSim", "InkUV", "InkDaemon", "CENet", "InkStore", "InkRelay", "InkClient", "InkCrypto", "InkBenchSupport", "MQTTChaos"],
@@ -72,6 +79,7 @@ let package = Package(
         .testTarget(name: "InkDaemonTests", dependencies: ["InkDaemon", "InkCodec", "InkProtocol", "InkStore", "InkVersion", "InkCrypto", "InkBenchSupport", "MQTTChaos"]),
         .testTarget(name: "InkClientTests", dependencies: ["InkClient", "InkRelay", "InkCodec", "InkProtocol", "InkCrypto"]),
         .testTarget(name: "PurityTests"),
+        .testTarget(name: "InkWebTests", dependencies: ["InkWeb"]),
         .testTarget(name: "InkwireBenchTests", dependencies: ["inkwire-bench", "InkSim", "InkProtocol", "InkUV"]),
         .testTarget(name: "InkBenchSupportTests", dependencies: ["InkBenchSupport"]),
         .testTarget(name: "MQTTChaosTests", dependencies: ["MQTTChaos"]),

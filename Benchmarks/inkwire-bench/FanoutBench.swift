@@ -34,6 +34,8 @@ struct FanoutOptions {
     var daemonBinary: String?
     var sealing = Sealing.on
     var rounds = 1
+    /// With --web on: fetch the status page's /status.json this often (0: no web listener).
+    var statusPollMs = 0
 
     init(_ arguments: [String]) throws(FanoutUsage) {
         var i = 0
@@ -74,6 +76,7 @@ struct FanoutOptions {
                 guard let s = Sealing(rawValue: try value()) else { throw FanoutUsage("--sealing on|off|both") }
                 sealing = s
             case "--rounds": rounds = Int(try number(1...100))
+            case "--status-poll-ms": statusPollMs = Int(try number(0...60_000))
             default: throw FanoutUsage("unknown argument \(arguments[i])")
             }
             i += 1
@@ -93,6 +96,7 @@ func runFanoutBench(_ arguments: [String]) -> Never {
         print("usage: inkwire-bench fanout [--rooms 50] [--members 40] [--duration 60] [--trace PATH] [--warmup 5]")
         print("         [--sessions-per-socket 1000] [--joins-per-second 1000] [--find-max [--grow rooms|members] [--step N]")
         print("         [--max-sessions 20000] [--target-p99-ms 10]] [--sealing on|off|both [--rounds N]]")
+        print("         [--status-poll-ms N (web listener on, GET /status.json every N ms)]")
         exit(2)
     }
     let lines: [TraceLine]
@@ -115,7 +119,8 @@ func runFanoutBench(_ arguments: [String]) -> Never {
     for r in results {
         print("| \(r.shape.sessions) | \(r.shape.rooms) x \(r.shape.members) | \(r.sealed ? "on" : "off") | \(fanoutFixed(r.cpuPercent, 1)) | \(fanoutFixed(r.rssMegabytes, 1)) | "
             + "\(fanoutFixed(r.addedP50Ms, 2)) / \(fanoutFixed(r.addedP99Ms, 2)) / \(fanoutFixed(r.addedP999Ms, 2)) / \(fanoutFixed(r.addedMaxMs, 2)) | "
-            + "\(fanoutFixed(r.completeness, 4)) | \(fanoutFixed(r.generatorCPUPercent, 1)) |")
+            + "\(fanoutFixed(r.completeness, 4)) | \(fanoutFixed(r.generatorCPUPercent, 1)) |"
+            + (r.statusLoads > 0 ? " status page: \(r.statusLoads) loads, p50 / p99 \(fanoutFixed(r.statusP50Ms, 2)) / \(fanoutFixed(r.statusP99Ms, 2)) ms, \(r.statusBytes) B |" : ""))
     }
     if options.sealing == .both {
         func median(_ v: [Double]) -> Double {
@@ -154,7 +159,8 @@ func runFanout(_ options: FanoutOptions, lines: [TraceLine], progress: (String) 
             // Alternate which goes first: the machine's load drifts within a round.
             for sealed in round % 2 == 0 ? [true, false] : [false, true] {
                 let result = fanoutOnce(options.shape, lines: lines, seed: options.seed &+ UInt64(round), sealed: sealed,
-                                        daemonArguments: options.daemonArguments, daemonBinary: options.daemonBinary, progress: progress)
+                                        daemonArguments: options.daemonArguments, daemonBinary: options.daemonBinary,
+                                        statusPollMs: options.statusPollMs, progress: progress)
                 print(result.json)
                 fflush(nil)
                 results.append(result)
@@ -166,7 +172,7 @@ func runFanout(_ options: FanoutOptions, lines: [TraceLine], progress: (String) 
     var seed = options.seed
     while let shape = shapes.popLast() {
         let result = fanoutOnce(shape, lines: lines, seed: seed, sealed: options.sealing != .off, daemonArguments: options.daemonArguments,
-                                daemonBinary: options.daemonBinary, progress: progress)
+                                daemonBinary: options.daemonBinary, statusPollMs: options.statusPollMs, progress: progress)
         seed &+= 1
         print(result.json)
         fflush(nil)
@@ -186,14 +192,15 @@ func runFanout(_ options: FanoutOptions, lines: [TraceLine], progress: (String) 
 
 /// A fresh daemon, the load, the result.
 func fanoutOnce(_ shape: FanoutShape, lines: [TraceLine], seed: UInt64, sealed: Bool = true, daemonArguments: [String] = [],
-                daemonBinary: String? = nil, progress: (String) -> Void) -> FanoutResult {
+                daemonBinary: String? = nil, statusPollMs: Int = 0, progress: (String) -> Void) -> FanoutResult {
     let lessonSeconds = Double(lines.last?.timeMs ?? 0) / 1000
     let runSeconds = shape.warmupSeconds + shape.durationSeconds + 10
     // Rooms start anywhere in the first copy and play for the run: copies enough to cover it.
     let copies = 2 + Int(runSeconds / max(lessonSeconds, 1))
     let workload = FanoutWorkload(lines: lines, copies: copies)
     let daemon: FanoutDaemon
-    let arguments = daemonArguments + (sealed ? [] : [BenchSecurity.unsealedDaemonArgument])
+    let webArguments = statusPollMs > 0 ? ["--web", "127.0.0.1:0"] : []
+    let arguments = daemonArguments + webArguments + (sealed ? [] : [BenchSecurity.unsealedDaemonArgument])
     do { daemon = try FanoutDaemon(sessions: shape.sessions, rooms: shape.rooms, members: shape.members, extraArguments: arguments,
                                                 binary: daemonBinary) } catch {
         var r = FanoutResult(shape: shape)
@@ -203,6 +210,8 @@ func fanoutOnce(_ shape: FanoutShape, lines: [TraceLine], seed: UInt64, sealed: 
     }
     progress("inkwired pid \(daemon.pid) on \(daemon.udp): \(shape.rooms) rooms x \(shape.members) members, sealing \(sealed ? "on" : "off")")
     var result: FanoutResult
+    let poller = statusPollMs > 0 ? daemon.web.map { StatusPoller(port: $0, everyMilliseconds: statusPollMs) } : nil
+    poller?.start()
     do {
         let load = try FanoutLoad(shape: shape, workload: workload, server: daemon.udp, security: daemon.security, seed: seed)
         result = load.run(daemon: daemon, progress: progress)
@@ -212,6 +221,14 @@ func fanoutOnce(_ shape: FanoutShape, lines: [TraceLine], seed: UInt64, sealed: 
         result = r
     }
     result.sealed = sealed
+    if let poller {
+        let loads = poller.stop().sorted()
+        result.statusLoads = loads.count
+        result.statusP50Ms = loads.isEmpty ? 0 : loads[loads.count / 2]
+        result.statusP99Ms = loads.isEmpty ? 0 : loads[min(loads.count - 1, loads.count * 99 / 100)]
+        result.statusBytes = poller.lastBytes
+        result.statusFailures = poller.failures
+    }
     daemon.stop(keepLog: result.failure != nil)
     return result
 }

@@ -13,6 +13,8 @@ final class FanoutDaemon {
     let unsealed: Bool
     /// The ready line's own time (its `time=` field), wall-clock milliseconds.
     let readyWallMilliseconds: UInt64
+    /// The web listener's port, when `--web` was among the arguments.
+    private(set) var web: UInt16?
     /// Where the daemon's stderr goes (kept when the run fails).
     let logPath: String
 
@@ -79,6 +81,9 @@ final class FanoutDaemon {
                 if let port = value.split(separator: ":").last.flatMap({ UInt16($0) }) { found = .loopbackIPv4(port: port) }
                 key = BenchSecurity.publicKey(readyLine: line)
                 readyAt = FanoutDaemon.wallMilliseconds(logLine: line) ?? 0
+                if let w = line.range(of: " web=") {
+                    web = line[w.upperBound...].prefix { $0 != " " }.split(separator: ":").last.flatMap { UInt16($0) }
+                }
             }
         }
         guard let found, let key else {

@@ -42,6 +42,12 @@ struct FanoutResult {
     var generatorLagP99Ms = 0.0
     /// Sessions sealed (OpenSSL), or the unsealed baseline.
     var sealed = true
+    /// With `--status-poll-ms`: GET /status.json loads, their times and size, failures.
+    var statusLoads = 0
+    var statusP50Ms = 0.0
+    var statusP99Ms = 0.0
+    var statusBytes = 0
+    var statusFailures = 0
     var failure: String?
 
     var json: String {
@@ -54,7 +60,9 @@ struct FanoutResult {
             ("join_s", fanoutFixed(joinSeconds, 2)),
             ("daemon_udp_drops", "\(daemonDrops)"), ("generator_udp_drops", "\(generatorDrops)"),
             ("generator_lag_p99_ms", fanoutFixed(generatorLagP99Ms, 2)),
-        ] + (failure.map { [("failure", "\"\($0.filter { $0 != "\"" && $0 != "\\" })\"")] } ?? [])
+        ] + (statusLoads + statusFailures > 0 ? [("status_loads", "\(statusLoads)"), ("status_p50_ms", fanoutFixed(statusP50Ms, 2)),
+                                                ("status_p99_ms", fanoutFixed(statusP99Ms, 2)), ("status_bytes", "\(statusBytes)"),
+                                                ("status_failures", "\(statusFailures)")] : []) + (failure.map { [("failure", "\"\($0.filter { $0 != "\"" && $0 != "\\" })\"")] } ?? [])
         return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
     }
 }

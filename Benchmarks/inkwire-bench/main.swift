@@ -12,6 +12,7 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "fanout" { runFa
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "netns-link" { runPacketLink(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "loss" { runLossBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "mqtt-chaos" { runMQTTChaos(Array(CommandLine.arguments.dropFirst(2))) }
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "web" { runWebBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "bridge" { runBridgeBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "restart" { runRestartBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "sealing" { runSealingBench(Array(CommandLine.arguments.dropFirst(2))) }
@@ -26,6 +27,7 @@ print("""
       bridge          N daemons bridged through mosquitto
       restart         UDP devices offline after a daemon crash and restart
       sealing         bytes sealing adds per datagram and per join; AES-GCM cost
+      web             the browser client in headless Chromium: late join, stroke latency
       codec-entropy   the entropy figures behind the codec size target
       codec-size-lab  codec size experiments (cross-validated tables)
     """)

@@ -23,6 +23,10 @@ public struct DaemonLimits: Sendable, Equatable {
     /// Ceiling of an accepted TCP stream's retransmission timeout, ms (0: the kernel's 120 s);
     /// see `TCPRetransmitPolicy`. Needs Linux 6.15+. The ARQ's own probe-timeout ceiling.
     public var tcpRetransmitCeilingMs = UInt32(ARQConfiguration().maxRTO.microseconds / 1000)
+    /// Connections the web listener holds at once (pages loading, browsers' WebSockets).
+    public var maxWebConnections = 1024
+    /// A WebSocket silent this long gets a ping; silent twice as long it is closed (test knob).
+    public var webIdleMs: UInt64 = 20_000
 
     public static let defaults = DaemonLimits()
     public init() {}
@@ -63,6 +67,14 @@ public struct DaemonConfig: Sendable, Equatable {
     /// Benchmark knob: sessions run the protocol with `FakeCrypto`, i.e. NOT encrypted.
     public var insecureUnsealed = false
     public var metrics: SocketAddress?
+    /// `--web`: the status page, board pages and browsers' WebSocket sessions (off by default;
+    /// the shipped configuration turns it on at `[::]:7421`).
+    public var web: [SocketAddress] = []
+    /// `--web-cert-file`/`--web-key-file`; without them the daemon makes its own.
+    public var webCertFile: String?
+    public var webKeyFile: String?
+    /// `--web-origin`: page origins allowed to open a WebSocket besides the daemon's own.
+    public var webOrigins: [String] = []
     /// `--bridge`: the broker and topics rooms are bridged through (nil: not bridged).
     public var bridge: BridgeSettings?
     public var logLevel = LogLevel.info
@@ -227,6 +239,19 @@ extension DaemonConfig {
         }
         config.tokenSecretFile = one("token-secret-file")
         if let text = one("metrics"), text != "off" { config.metrics = try address(text, flag: "metrics") }
+        if let list = values["web"] { config.web = try addresses(list, flag: "web") }
+        config.webCertFile = one("web-cert-file")
+        config.webKeyFile = one("web-key-file")
+        guard (config.webCertFile == nil) == (config.webKeyFile == nil) else {
+            throw ConfigError("--web-cert-file and --web-key-file go together (give both, or neither for a made certificate)")
+        }
+        for origin in values["web-origin"] ?? [] {
+            let lower = origin.lowercased()
+            guard lower.hasPrefix("https://") || lower.hasPrefix("http://"), !lower.hasSuffix("/"), !lower.dropFirst(8).contains("/") else {
+                throw ConfigError("--web-origin '\(origin)': expected scheme://host[:port], as a browser sends it")
+            }
+            config.webOrigins.append(lower)
+        }
         config.bridge = try BridgeSettings.parse(url: one("bridge"), prefix: one("bridge-topic-prefix"), daemonID: one("bridge-daemon-id"),
                                                  passwordFile: one("bridge-password-file"),
                                                  tls: BridgeTLS(caFile: one("bridge-ca-file"), certificateFile: one("bridge-cert-file"), keyFile: one("bridge-key-file")))
@@ -251,6 +276,8 @@ extension DaemonConfig {
         limits.shutdownTimeoutMs = UInt64(try number(one("shutdown-timeout-ms"), "shutdown-timeout-ms", 100...600_000, Int(limits.shutdownTimeoutMs)))
         limits.legacyHeartbeatMs = UInt64(try number(one("legacy-heartbeat-ms"), "legacy-heartbeat-ms", 10...600_000, Int(limits.legacyHeartbeatMs)))
         limits.legacyTimeoutMs = UInt64(try number(one("legacy-timeout-ms"), "legacy-timeout-ms", 10...3_600_000, Int(limits.legacyTimeoutMs)))
+        limits.webIdleMs = UInt64(try number(one("web-idle-ms"), "web-idle-ms", 10...3_600_000, Int(limits.webIdleMs)))
+        limits.maxWebConnections = try number(one("max-web-connections"), "max-web-connections", 1...100_000, limits.maxWebConnections)
         limits.tcpRetransmitCeilingMs = UInt32(try number(one("tcp-rto-max-ms"), "tcp-rto-max-ms", 0...Int(tcpKernelRetransmitCeilingMs), Int(limits.tcpRetransmitCeilingMs)))
         config.limits = limits
         return config

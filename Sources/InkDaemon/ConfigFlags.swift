@@ -34,6 +34,8 @@ public struct ConfigFlag: Sendable {
     public static let defaultUDP = "[::]:7420"
     public static let defaultTCP = "[::]:7420"
     public static let defaultDataDir = "./inkwire-data"
+    /// The web listener's port in the shipped configuration: next to the native one.
+    public static let defaultWebPort: UInt16 = 7421
 
     public static let all: [ConfigFlag] = [
         ConfigFlag("udp", "HOST:PORT", "native UDP (ARQ) listener; port 0 picks one; 'off' disables (default \(defaultUDP), IPv4 and IPv6)", repeatable: true),
@@ -48,6 +50,11 @@ public struct ConfigFlag: Sendable {
         ConfigFlag("key-file", "FILE", "the daemon's private key, 64 hex digits (e.g. a systemd credential); never written (default: daemon-key in --data-dir, created mode 0600)"),
         ConfigFlag("print-public-key", nil, "print the daemon's public key (creating the key if needed) for devices to pin, and exit"),
         ConfigFlag("metrics", "HOST:PORT", "serve Prometheus /metrics here (default off)"),
+        ConfigFlag("web", "HOST:PORT", "web listener: status page, board pages, browsers' sessions (HTTPS and HTTP on one port); 'off' disables (default off; the shipped config: [::]:\(defaultWebPort))", repeatable: true),
+        ConfigFlag("web-cert-file", "FILE", "TLS certificate chain (PEM) of the web listener; without it the daemon makes a self-signed one in the data dir (default none)"),
+        ConfigFlag("web-key-file", "FILE", "private key (PEM) of --web-cert-file (default none)"),
+        ConfigFlag("web-origin", "ORIGIN", "another page origin (scheme://host[:port]) allowed to open a WebSocket, e.g. behind a proxy (default: only the daemon's own)", repeatable: true),
+        ConfigFlag("max-web-connections", "N", "most web connections at once (default \(DaemonLimits.defaults.maxWebConnections); reloaded on SIGHUP)", reloadable: true),
         ConfigFlag("bridge", "mqtt://HOST:PORT", "share rooms with other daemons through this MQTT broker (mqtt://USER@HOST:PORT logs in as USER; mqtts:// for TLS); keeps full history (--retain full) (default off)"),
         ConfigFlag("bridge-topic-prefix", "PREFIX", "topic prefix on the broker (default \(BridgeSettings.defaultTopicPrefix))"),
         ConfigFlag("bridge-daemon-id", "ID", "this daemon's id on the broker (default: a random id kept in the data dir)"),
@@ -72,6 +79,8 @@ public struct ConfigFlag: Sendable {
         // Test knobs: legacy timing (the app's own values are 3 s and 9 s).
         ConfigFlag("legacy-heartbeat-ms", "MS", "legacy heartbeat interval", reloadable: true, hidden: true),
         ConfigFlag("legacy-timeout-ms", "MS", "legacy silent-peer timeout", reloadable: true, hidden: true),
+        // Test knob: how long a WebSocket may be silent before a ping (twice: closed).
+        ConfigFlag("web-idle-ms", "MS", "web socket silence before a ping", reloadable: true, hidden: true),
         // Test knob: the room log's backlog bound in writes (default 65536), to reach it quickly.
         ConfigFlag("store-backlog-ops", "N", "room log backlog bound in writes", hidden: true),
         // Benchmark knob: the unsealed baseline of inkwire-bench fanout. Sessions are NOT encrypted.

@@ -28,6 +28,8 @@ public final class Daemon {
     var tokenVerifier: TokenVerifier?
     /// The primitives of sealed sessions (OpenSSL; `FakeCrypto` only with the benchmark knob).
     let crypto: any SessionCrypto
+    /// Sessions are really sealed (not the benchmark's unsealed baseline), as the status page says.
+    var sealsSessions: Bool { !config.insecureUnsealed }
     /// The daemon's static key pair (docs/protocol.md 8.4) and the resets it derives.
     let staticKey: StaticKeyPair
     let resets: StatelessReset
@@ -39,6 +41,11 @@ public final class Daemon {
     var udp: [UDPTransport] = []
     var tcp: [TCPTransport] = []
     var metricsServer: MetricsServer?
+    /// `--web` listeners and their certificate.
+    var web: [WebListener] = []
+    var webCertificate: WebCertificate?
+    /// The loop's clock at start (the status page's uptime).
+    let startedAt: UInt64
     /// `--bridge`: rooms shared with other daemons through an MQTT broker.
     var bridge: BridgeDriver?
     var signals: [Signal] = []
@@ -68,6 +75,7 @@ public final class Daemon {
         self.logger = logger
         notifier = SystemdNotifier(environment: environment)
         do { loop = try EventLoop() } catch { throw .startFailed("event loop: \(error)") }
+        startedAt = loop.now
         tokenVerifier = try Daemon.loadTokenVerifier(config)
         if let problem = FileSystem.makeDirectories(config.dataDir) { throw .startFailed("--data-dir \(problem)") }
         dataDirectoryLock = try DataDirectoryLock.acquire(dataDir: config.dataDir).get()
@@ -205,6 +213,7 @@ public final class Daemon {
             "tcp": joined(tcp.compactMap { $0.localAddress?.description }),
             "legacy": joined(legacy),
             "metrics": metricsServer?.localAddress?.description ?? "off",
+            "web": joined(web.compactMap { $0.localAddress?.description }),
             "bridge_id": bridge?.core.configuration.daemonID ?? "off",
             "public_key": PublicKeyText.encode(staticKey.publicKey),
             "version": InkwireVersion.string,

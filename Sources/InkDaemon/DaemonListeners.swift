@@ -2,7 +2,7 @@ import InkUV
 
 extension Daemon {
     /// Binds the configured addresses, or adopts the sockets systemd passed (by name: `udp`,
-    /// `tcp`, `legacy` or `legacy-ROOM`, `metrics`). An adopted kind replaces its flags.
+    /// `tcp`, `legacy` or `legacy-ROOM`, `metrics`, `web`). An adopted kind replaces its flags.
     func openListeners(activation: SocketActivation?) throws(ConfigError) {
         let adopted = activation?.sockets ?? []
         func fds(_ name: String) -> [Int32] { adopted.filter { $0.name == name }.map(\.fd) }
@@ -27,6 +27,7 @@ extension Daemon {
                 }
             }
             try openLegacyListeners(adopted: adopted)
+            try openWebListeners(fds("web"))
             if let fd = fds("metrics").first {
                 metricsServer = try MetricsServer(loop: loop, adopting: fd) { [weak self] in self?.renderMetrics() ?? "" }
             } else if let address = config.metrics {
@@ -42,6 +43,37 @@ extension Daemon {
                                       "networks": listener.networks.isEmpty ? "any" : listener.networks.map(\.description).joined(separator: ",")])
         }
         if let address = metricsServer?.localAddress { logger.info("listening", ["transport": "metrics", "address": address]) }
+        for listener in web {
+            logger.info("listening", ["transport": "web", "address": listener.localAddress?.description ?? "?",
+                                      "tls": webCertificate.map { "sha256=\($0.fingerprint)" } ?? "off"])
+        }
+    }
+
+    /// The web listeners (bound, or adopted as `web`), with TLS from the given or made certificate.
+    private func openWebListeners(_ adopted: [Int32]) throws(UVError) {
+        guard !adopted.isEmpty || !config.web.isEmpty else { return }
+        var context: TLSServerContext?
+        do {
+            let certificate = try WebCertificate.load(certificateFile: config.webCertFile, keyFile: config.webKeyFile, dataDir: config.dataDir,
+                                                      wanted: WebCertificate.wantedNames(listening: config.web.map(\.host)), logger: logger)
+            context = try TLSServerContext(certificateFile: certificate.certificateFile, keyFile: certificate.keyFile)
+            webCertificate = certificate
+            logger.notice("web certificate", ["file": certificate.certificateFile, "sha256": certificate.fingerprint,
+                                              "made": certificate.isSelfMade])
+        } catch {
+            // Without TLS the pages still work over http:// (they cannot seal; they say so).
+            metrics.errors(kind: "web_tls").increment()
+            logger.error("web listener without TLS: \(error)")
+        }
+        if !adopted.isEmpty {
+            for fd in adopted { web.append(try WebListener(listener: try TCPListener(loop: loop, adopting: fd), daemon: self, tls: context)) }
+            return
+        }
+        for address in config.web {
+            web.append(try withIPv4Fallback(address) { (address) throws(UVError) in
+                try WebListener(listener: try TCPListener(loop: loop, bindTo: address), daemon: self, tls: context)
+            })
+        }
     }
 
     /// Binds `address`; when it is `[::]` and the host has no IPv6, binds `0.0.0.0` instead.

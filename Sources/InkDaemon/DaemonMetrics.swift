@@ -55,7 +55,7 @@ final class DaemonMetrics {
         storeCommitSeconds = registry.fractionalCounter("inkwire_store_commit_seconds_total",
                                                         help: "Time spent in room log commits (transaction and fsync), seconds.")
         reloads = registry.counter("inkwire_reloads_total", help: "Configuration reloads (SIGHUP).")
-        for transport in ["udp", "tcp", "legacy"] { _ = sessions.labels(transport) }
+        for transport in ["udp", "tcp", "legacy", "web"] { _ = sessions.labels(transport) }
         registry.gauge("inkwire_build_info", help: "Always 1; the labels say which build runs.", labels: ["version", "commit"])
             .labels(InkwireVersion.string, InkwireVersion.commit).set(1)
         process.register(in: registry)

@@ -139,6 +139,8 @@ final class LegacyPeer: RelaySessionTransport {
 
     // MARK: outbound
 
+    var linkStatus: LinkStatus { LinkStatus(address: connection.remoteAddress, tcp: connection.info) }
+
     func deliver(_ message: ServerMessage, encoder: inout SharedMessageEncoder) {
         guard !closed else { return }
         switch message {

@@ -79,6 +79,13 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
 
     // MARK: relay -> device
 
+    var linkStatus: LinkStatus {
+        // Until the handshake completes there is no ARQ yet: no RTT or loss to show.
+        guard let stats = sealed.arq?.stats else { return LinkStatus(address: address.description, sealed: daemon.sealsSessions) }
+        return LinkStatus(address: address.description, rttMs: Double(stats.smoothedRTT.microseconds) / 1000,
+                          lossPercent: Double(stats.lossEstimate) * 100 / Double(ARQSession.lossEstimateScale), sealed: daemon.sealsSessions)
+    }
+
     func deliver(_ message: ServerMessage, encoder: inout SharedMessageEncoder) {
         guard !ended else { return }
         do {

@@ -13,6 +13,30 @@ protocol RelaySessionTransport: AnyObject {
     func deliver(_ message: ServerMessage, encoder: inout SharedMessageEncoder)
     /// The relay has forgotten the session: send what is queued, then close.
     func relayClosed(_ reason: GoingAwayReason)
+    /// Where the device is and how its link fares, for the status page.
+    var linkStatus: LinkStatus { get }
+}
+
+/// A member's link as the status page shows it.
+struct LinkStatus {
+    var address = "?"
+    /// Smoothed round-trip time (the ARQ's, or the kernel's for TCP), ms.
+    var rttMs: Double?
+    /// The ARQ's datagram loss estimate, or TCP's retransmitted share of segments, percent.
+    var lossPercent: Double?
+    /// Whether messages to the device are sealed (docs/protocol.md: sealed sessions).
+    var sealed = false
+}
+
+extension LinkStatus {
+    /// From the kernel's TCP_INFO of a stream.
+    init(address: SocketAddress?, tcp info: TCPInfo?) {
+        self.address = address?.description ?? "?"
+        if let info {
+            rttMs = Double(info.rttMicroseconds) / 1000
+            lossPercent = info.retransmittedPercent
+        }
+    }
 }
 
 /// Drives the sans-IO `Relay` from the loop: feeds it inputs with `now`, then acts on every
@@ -78,6 +102,10 @@ final class RelayDriver {
     var sessionCount: Int { transports.count }
     var roomCount: Int { relay.roomNames.count }
     var memberCount: Int { relay.roomNames.reduce(0) { $0 + relay.sessions(in: $1).count } }
+    func transport(of session: SessionID) -> (RelaySessionTransport, TransportKind)? {
+        guard let t = transports[session], let k = kinds[session] else { return nil }
+        return (t, k)
+    }
 
     // MARK: start
 

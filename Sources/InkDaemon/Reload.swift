@@ -56,6 +56,9 @@ extension Daemon {
         if old.durability != new.durability { changed.append("durability") }
         if old.retain != new.retain { changed.append("retain") }
         if old.metrics != new.metrics { changed.append("metrics") }
+        if old.web != new.web { changed.append("web") }
+        if old.webCertFile != new.webCertFile || old.webKeyFile != new.webKeyFile { changed.append("web-cert-file") }
+        if old.webOrigins != new.webOrigins { changed.append("web-origin") }
         if old.limits.shutdownTimeoutMs != new.limits.shutdownTimeoutMs { changed.append("shutdown-timeout-ms") }
         // The relay's room bounds are fixed for its life.
         if old.limits.maxRooms != new.limits.maxRooms { changed.append("max-rooms") }

@@ -17,6 +17,7 @@ extension Daemon {
         for listener in legacyListeners { listener.stopAccepting() }
         for transport in tcp { transport.stopAccepting() }
         for transport in udp { transport.stopAccepting() }
+        for listener in web { listener.stopAccepting() }
         // Acknowledge what is already accepted before saying goodbye, so devices see their
         // last batches confirmed; then every session gets `goingAway` (ARQ sessions linger).
         do { try store.flush() } catch { logger.error("room log flush failed", ["error": error]) }
@@ -33,6 +34,7 @@ extension Daemon {
     private func finishShutdown() {
         for listener in legacyListeners { listener.closePeers(reason: "daemon stopping") }
         for transport in tcp { transport.closeAll(reason: "daemon stopping") }
+        for listener in web { listener.closeAll(reason: "daemon stopping") }
         for transport in udp { transport.close() }
         metricsServer?.close()
         bridge?.close()

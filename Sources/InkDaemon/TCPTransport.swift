@@ -120,49 +120,18 @@ final class NativeStreamConnection: RelaySessionTransport {
         drainEvents()
     }
 
-    /// The stream's first message: what kind of peer this is.
+    /// The stream's first message: what kind of peer this is (`Daemon.admitStream`).
     private func first(_ message: [UInt8]) {
-        if SealedStreamSession.isProtocolOne(firstMessage: message) {
-            daemon.metrics.errors(kind: "protocol1_refused").increment()
-            daemon.logger.notice("refused a protocol 1 (unsealed) native device: it must be updated", ["remote": remote])
-            write(ProtocolOneRefusal.streamBytes)
-            finishAndClose("protocol 1 device refused")
-            return
-        }
-        if SealedStreamSession.isKeyRequest(message) {
-            // An unpinned device learns the key; its initiation follows on this stream (once).
-            guard !answeredKeyRequest else {
-                close(reason: "a second key request")
-                return
-            }
+        switch daemon.admitStream(message, remote: remote, keyRequested: answeredKeyRequest) {
+        case .answer(let reply):
             answeredKeyRequest = true
-            write(StreamFrameDecoder.frame(SealedStreamSession.keyReply(key: daemon.staticKey.publicKey)))
-            return
-        }
-        daemon.handshakes.perSecond = daemon.config.limits.maxHandshakesPerSecond
-        guard daemon.handshakes.allow(nowMicroseconds: daemon.loop.now) else {
-            daemon.metrics.errors(kind: "handshakes_rate_limited").increment()
-            write(StreamFrameDecoder.frame(SealedStreamSession.notice(.busy, key: daemon.staticKey.publicKey)))
-            finishAndClose("busy")
-            return
-        }
-        let now = Instant(microseconds: daemon.loop.now)
-        switch SealedStreamSession.accept(initiation: message, staticKey: daemon.staticKey, crypto: daemon.crypto, now: now) {
-        case .failure(.keyMismatch):
-            daemon.metrics.handshakes.labels("key_mismatch").increment()
-            write(StreamFrameDecoder.frame(SealedStreamSession.notice(.keyMismatch, key: daemon.staticKey.publicKey)))
-            finishAndClose("the device pinned another daemon key")
-        case .failure:
-            daemon.metrics.handshakes.labels("malformed").increment()
-            daemon.metrics.errors(kind: "bad_frame").increment()
-            close(reason: "the first message is no initiation")
-        case .success(let (stream, join)):
-            guard case .join? = try? SessionMessageCodec.decodeClient(join) else {
-                daemon.metrics.handshakes.labels("not_a_join").increment()
-                close(reason: "the handshake carries no join")
-                return
-            }
-            daemon.metrics.handshakes.labels("accepted").increment()
+            write(StreamFrameDecoder.frame(reply))
+        case .answerAndClose(let answer, let reason):
+            write(StreamFrameDecoder.frame(answer))
+            finishAndClose(reason)
+        case .close(let reason):
+            close(reason: reason)
+        case .accepted(let stream, let join):
             sealed = stream
             flushSealed()
             session = daemon.driver.open(self, kind: .tcp, confirmed: false)
@@ -188,6 +157,12 @@ final class NativeStreamConnection: RelaySessionTransport {
     private func flushSealed() {
         guard let sealed else { return }
         while let m = sealed.pollMessage() { write(StreamFrameDecoder.frame(m)) }
+    }
+
+    var linkStatus: LinkStatus {
+        var status = LinkStatus(address: connection.remoteAddress, tcp: connection.info)
+        status.sealed = sealed != nil && daemon.sealsSessions
+        return status
     }
 
     private func write(_ bytes: [UInt8]) {

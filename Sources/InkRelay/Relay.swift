@@ -134,6 +134,8 @@ public final class Relay {
         guard let m = sessions[session]?.member else { return nil }
         return (m.room, m.author, m.role)
     }
+    /// The user name the member on `session` joined with.
+    public func memberUser(_ session: SessionID) -> String? { sessions[session]?.member?.user }
     /// Sessions joined to `room`, in join order.
     public func sessions(in room: String) -> [SessionID] { rooms[room]?.sessions ?? [] }
     /// The last room sequence number `session` was sent (or skipped as its own).

@@ -19,6 +19,8 @@ public enum TransportKind: String, Hashable, Sendable {
     /// A HYWhiteboard app: the daemon translates its frames to `ClientMessage`s and the relay's
     /// `ServerMessage`s back (see `Relay`, "Legacy members").
     case legacy
+    /// A browser: session messages in WebSocket binary messages (docs/protocol.md 8.4).
+    case web
 }
 
 /// Abuse and memory bounds of a relay; every queue and table the relay keeps is bounded by one.

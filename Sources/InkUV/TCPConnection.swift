@@ -12,7 +12,7 @@ public final class TCPConnection: HandleOwner {
     /// Default bound on bytes waiting in libuv's write queue before `write` refuses with ENOBUFS.
     public static let defaultMaximumQueuedWriteBytes = 8 * 1024 * 1024
 
-    private var handle: UnsafeMutablePointer<uv_tcp_t>?
+    private(set) var handle: UnsafeMutablePointer<uv_tcp_t>?
     private var readBuffer: UnsafeMutableRawBufferPointer?
     private var onRead: ((UnsafeRawBufferPointer) -> Void)?
     private var onEnd: ((UVError?) -> Void)?

@@ -24,6 +24,21 @@ import InkUV
         #expect(try parse([], ["INKWIRE_TCP_RTO_MAX_MS": "750"]).limits.tcpRetransmitCeilingMs == 750)
     }
 
+    @Test func webSettings() throws {
+        #expect(try parse([]).web.isEmpty)
+        let config = try parse(["--web", "127.0.0.1:7421", "--web-origin", "HTTPS://Board.School.Example:8443"],
+                               ["INKWIRE_WEB_CERT_FILE": "/c.pem", "INKWIRE_WEB_KEY_FILE": "/k.pem"])
+        #expect(config.web == [SocketAddress("127.0.0.1:7421")!])
+        #expect(config.webCertFile == "/c.pem" && config.webKeyFile == "/k.pem")
+        #expect(config.webOrigins == ["https://board.school.example:8443"])
+        #expect(try parse(["--web", "off"]).web.isEmpty)
+        #expect(throws: ConfigError.self) { try parse(["--web-cert-file", "/c.pem"]) }
+        #expect(throws: ConfigError.self) { try parse(["--web-origin", "board.school.example"]) }
+        #expect(throws: ConfigError.self) { try parse(["--web-origin", "https://board.school.example/room"]) }
+        #expect(try parse(["--max-web-connections", "5"]).limits.maxWebConnections == 5)
+        #expect(ConfigFlag.defaultWebPort == ConfigFlag.defaultPort + 1)
+    }
+
     @Test func flagsOverEnvironmentOverFile() throws {
         let file = "# comment\n\nINKWIRE_LOG_LEVEL=\"warning\"\nINKWIRE_MAX_ROOMS=6\nINKWIRE_TCP=127.0.0.1:1, 127.0.0.1:2\nINKWIRE_RETAIN=full\n"
         let config = try parse(["--legacy", "127.0.0.1:5000=a", "--legacy=[::1]:5001=b=c", "--config", "/etc/inkwired.env", "--max-rooms", "7"],

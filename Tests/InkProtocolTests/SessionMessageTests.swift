@@ -80,8 +80,9 @@ private func readText(_ path: String) -> String? {
     let text = try #require(vectorsFile(), "Vectors/session-messages.txt is missing")
     var table: [String: String] = [:]
     for line in text.split(separator: "\n") where !line.hasPrefix("#") && !line.isEmpty {
-        let fields = line.split(separator: " ")
-        guard fields.count == 2 else { continue }
+        // NAME HEX JSON (the JSON is for other implementations: web/test/messages.test.mjs).
+        let fields = line.split(separator: " ", maxSplits: 2)
+        guard fields.count >= 2 else { continue }
         table[String(fields[0])] = String(fields[1])
     }
     for (name, message) in vectorMessages {

@@ -3,7 +3,7 @@ import Testing
 
 /// The sans-IO core must stay portable to iOS/Android clients and testable in virtual time:
 /// it may not import Foundation, the C library, Dispatch or libuv.
-private let pureModules = ["InkCodec", "InkProtocol", "InkRelay", "InkSim", "InkClient"]
+private let pureModules = ["InkCodec", "InkProtocol", "InkRelay", "InkSim", "InkClient", "InkWeb"]
 private let forbidden = ["Foundation", "FoundationEssentials", "Glibc", "Darwin", "Musl", "Dispatch", "CLibUV", "InkUV", "CSQLite", "InkStore"]
 
 private func packageRoot() -> URL {
