@@ -3,11 +3,19 @@ import CLibUV
 /// A re-armable timer. libuv counts whole milliseconds, so deadlines given in microseconds are
 /// rounded *up*: the callback never runs before the deadline (it would wake early and spin).
 ///
+/// A timer re-armed from its own callback for a deadline already due waits one millisecond:
+/// libuv 1.44 (Debian 12) runs, in one pass, every timer due at its cached loop time, which does
+/// not move during the pass, so a timer re-armed there with a zero timeout runs again at once,
+/// forever, and the loop never polls I/O or returns from `runOnce` (a client lingering past its
+/// goodbye's deadline spun like that). libuv 1.48 defers such timers itself (libuv#4245).
+///
 /// Named `LoopTimer` so it does not collide with Foundation's `Timer` in modules importing both.
 public final class LoopTimer: HandleOwner {
     private var handle: UnsafeMutablePointer<uv_timer_t>?
     private var callback: (() -> Void)?
     public private(set) var isClosing = false
+    /// Inside this timer's callback (see the type's note on re-arming there).
+    private var isFiring = false
     /// Called once when the timer has been closed and freed.
     public var onClose: (() -> Void)?
 
@@ -31,7 +39,7 @@ public final class LoopTimer: HandleOwner {
         // uv_now + timeout, so aim at the deadline rounded up on that clock.
         let timeout = LoopTimer.timeout(until: deadline, loopNow: uv_now(handle.pointee.loop))
         self.callback = callback
-        uv_timer_start(handle, timerFired, timeout, 0)
+        uv_timer_start(handle, timerFired, nextRound(timeout), 0)
     }
 
     /// Fires `callback` once `delay` microseconds have passed (never earlier), then every
@@ -45,7 +53,13 @@ public final class LoopTimer: HandleOwner {
         // first firing at now + delay on the real clock so it is never early. Repeats count
         // from each firing.
         let timeout = LoopTimer.timeout(until: uv_hrtime() / 1000 &+ delay, loopNow: uv_now(handle.pointee.loop))
-        uv_timer_start(handle, timerFired, timeout, LoopTimer.roundedUpMilliseconds(interval))
+        uv_timer_start(handle, timerFired, nextRound(timeout), LoopTimer.roundedUpMilliseconds(interval))
+    }
+
+    /// A zero timeout set from this timer's own callback becomes one millisecond, so the timer
+    /// runs in the next loop round, not again in this pass (libuv 1.44 would loop forever).
+    private func nextRound(_ timeoutMilliseconds: UInt64) -> UInt64 {
+        isFiring ? max(timeoutMilliseconds, 1) : timeoutMilliseconds
     }
 
     /// Whole milliseconds from the loop's clock to `deadline` (µs), rounded up.
@@ -83,6 +97,8 @@ public final class LoopTimer: HandleOwner {
 
     fileprivate func fire() {
         guard !isClosing, let callback else { return }
+        isFiring = true
+        defer { isFiring = false }
         callback()
     }
 

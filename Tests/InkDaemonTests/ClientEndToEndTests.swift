@@ -88,6 +88,27 @@ import Testing
         #expect(times == trace.lines.map { String($0.prefix { $0 != "," }) })
     }
 
+    /// A watcher whose goodbye is never acknowledged (the daemon stalls, as a loaded machine's
+    /// may for longer than the client's 300 ms linger) still exits: its timer, re-armed for the
+    /// passed linger deadline, once spun in libuv's timer pass forever (UDP watchers that never
+    /// exited after printing everything).
+    @Test func aUDPWatcherExitsWhenItsGoodbyeIsNeverAcknowledged() throws {
+        let d = try Self.start("cli-linger")
+        let trace = d.directory + "/tiny.csv"
+        writeFile(trace, Array("0,1,0.100000,0.100000,1\n16,1,0.200000,0.200000,3\n".utf8))
+        let watcher = try ClientProcess(["watch", "--server", d.udp, "--room", "r", "--user", "w", "--count", "3", "--idle-exit", "1"],
+                                        directory: d.directory)
+        #expect(Self.waitJoined(d, room: "r", user: "w"))
+        let sender = try ClientProcess.run(["send", "--server", d.tcp, "--room", "r", "--user", "t", "--trace", trace], directory: d.directory)
+        #expect(sender.exitStatus == 0, "\(sender.errors)")
+        // Both points printed: the watcher holds a joined session. Then nothing answers it.
+        #expect(Self.waitUntil { watcher.outputLines.count == 2 })
+        d.process.signal(SIGSTOP)
+        defer { d.process.signal(SIGCONT) }
+        #expect(watcher.wait(limitMicroseconds: 10_000_000) == 0, "\(watcher.errors)")
+        #expect(watcher.outputLines == ["1,0.100000,0.100000,1", "1,0.200000,0.200000,3"])
+    }
+
     @Test func legacySenderReachesANativeWatcher() throws {
         let d = try Self.start("cli-legacy")
         let watcher = try ClientProcess(["watch", "--server", d.tcp, "--room", "legacy-room", "--user", "w", "--count", "4", "--idle-exit", "10"], directory: d.directory)

@@ -86,6 +86,43 @@ import InkUV
         #expect(lateness.allSatisfy { $0 >= 0 }, "fired early: \(lateness)")
     }
 
+    /// A callback that re-arms its own timer for a deadline already passed (a client lingering
+    /// past its goodbye's deadline did) runs again in the next round, not again and again in
+    /// this one: libuv 1.44 would never leave its timer pass, and `runOnce` never returned.
+    @Test func timerReArmedForAPassedDeadlineFromItsCallbackLetsTheLoopReturn() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let timer = try LoopTimer(loop: loop)
+        let passed = loop.now - 5_000
+        var fired = 0
+        // Bounded so that a regression fails instead of hanging the suite.
+        let bound = 100_000
+        func arm() {
+            timer.start(atMicroseconds: passed) {
+                fired += 1
+                if fired < bound { arm() }
+            }
+        }
+        arm()
+        loop.runOnce()
+        // One round runs due timers before and after its poll: at most twice.
+        #expect(fired <= 2, "the re-armed timer ran \(fired) times in one loop round")
+        #expect(timer.isActive)
+        // The same with a zero relative delay.
+        var relative = 0
+        func armRelative() {
+            timer.start(afterMicroseconds: 0) {
+                relative += 1
+                if relative < bound { armRelative() }
+            }
+        }
+        armRelative()
+        loop.runOnce()
+        loop.runOnce()
+        #expect(relative <= 4, "ran \(relative) times in two loop rounds")
+        timer.stop()
+    }
+
     @Test func timerClosesItselfInsideItsCallback() throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }
