@@ -123,11 +123,9 @@ public final class SealedDatagramSession {
     private var responseOwed = false
     public private(set) var isConfirmed = false
     private var path = PathValidator()
-    private var held: [(bytes: [UInt8], toCandidate: Bool)] = []
-    private var heldStart = 0
+    private var held = PollQueue<(bytes: [UInt8], toCandidate: Bool)>()
 
-    private var events: [SealedEvent] = []
-    private var eventStart = 0
+    private var events = PollQueue<SealedEvent>()
     private var counters = SealedStats()
 
     // MARK: creation
@@ -264,7 +262,7 @@ public final class SealedDatagramSession {
     public var hasCandidate: Bool { path.candidate != nil }
 
     public func pollEvent() -> SealedEvent? {
-        if eventStart == events.count, let arq {
+        if events.isEmpty, let arq {
             // Pull the ARQ's events through, in order.
             while let e = arq.pollEvent() {
                 switch e {
@@ -280,14 +278,7 @@ public final class SealedDatagramSession {
                 }
             }
         }
-        guard eventStart < events.count else { return nil }
-        let e = events[eventStart]
-        eventStart += 1
-        if eventStart == events.count {
-            events = []
-            eventStart = 0
-        }
-        return e
+        return events.popFirst()
     }
 
     // MARK: input
@@ -530,22 +521,17 @@ public final class SealedDatagramSession {
             }
             path.noteProbeSent(timestamp: arq.newestSentTimestamp, size: 0)
         }
-        if heldStart < held.count, path.allows(held[heldStart].bytes.count, toCandidate: false) {
-            let d = held[heldStart]
-            heldStart += 1
-            if heldStart == held.count {
-                held = []
-                heldStart = 0
-            }
+        if let d = held.first, path.allows(d.bytes.count, toCandidate: false) {
+            _ = held.popFirst()
             path.noteSent(d.bytes.count, toCandidate: false)
             return d
         }
         while let packet = pollSealed(now: now) {
-            if heldStart == held.count && path.allows(packet.count, toCandidate: false) {
+            if held.isEmpty && path.allows(packet.count, toCandidate: false) {
                 path.noteSent(packet.count, toCandidate: false)
                 return (packet, false)
             }
-            if held.count - heldStart < SealedDatagramSession.maxHeldDatagrams {
+            if held.count < SealedDatagramSession.maxHeldDatagrams {
                 counters.held += 1
                 held.append((packet, false))
             } else {

@@ -38,11 +38,9 @@ public final class SealedStreamSession {
     }
     private var phase: Phase
     private var keys: TransportKeys?
-    private var outgoing: [[UInt8]] = []
-    private var outgoingStart = 0
+    private var outgoing = PollQueue<[UInt8]>()
     private var pending: [[UInt8]] = []
-    private var events: [SealedEvent] = []
-    private var eventStart = 0
+    private var events = PollQueue<SealedEvent>()
     public private(set) var serverKey: [UInt8]?
     /// Daemon: the device's first transport message opened (not a replayed initiation).
     public private(set) var isConfirmed = false
@@ -165,25 +163,11 @@ public final class SealedStreamSession {
 
     /// The next stream message to write (without the TCP length prefix).
     public func pollMessage() -> [UInt8]? {
-        guard outgoingStart < outgoing.count else { return nil }
-        let m = outgoing[outgoingStart]
-        outgoingStart += 1
-        if outgoingStart == outgoing.count {
-            outgoing = []
-            outgoingStart = 0
-        }
-        return m
+        return outgoing.popFirst()
     }
 
     public func pollEvent() -> SealedEvent? {
-        guard eventStart < events.count else { return nil }
-        let e = events[eventStart]
-        eventStart += 1
-        if eventStart == events.count {
-            events = []
-            eventStart = 0
-        }
-        return e
+        return events.popFirst()
     }
 
     public var keyUpdates: Int { keys?.updates ?? 0 }
