@@ -27,6 +27,7 @@ let package = Package(
         .systemLibrary(name: "CLibUV", path: "Sources/CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CSSL", path: "Sources/CSSL", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CENet", path: "Sources/CENet", pkgConfig: "libenet", providers: [.apt(["libenet-dev"])]),
         .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
@@ -51,8 +52,8 @@ let package = Package(
         // IO and storage.
         .target(name: "InkStore", dependencies: ["InkCodec", "CSQLite"]),
         .target(name: "InkUV", dependencies: ["CLibUV"], swiftSettings: releaseExclusivityUnchecked),
-        // The primitives of sealed sessions, from OpenSSL (injected into the pure core).
-        .target(name: "InkCrypto", dependencies: ["InkProtocol", "CCrypto"], swiftSettings: releaseExclusivityUnchecked),
+        // The primitives of sealed sessions, from OpenSSL and libsodium (injected into the pure core).
+        .target(name: "InkCrypto", dependencies: ["InkProtocol", "CCrypto", "CSodium"], swiftSettings: releaseExclusivityUnchecked),
         .target(name: "InkDaemon", dependencies: ["InkCodec", "InkProtocol", "InkRelay", "InkStore", "InkUV", "InkVersion", "InkCrypto", "InkWeb", "InkWebAssets", "CCrypto", "CSSL", "CMosquitto"],
                 swiftSettings: releaseExclusivityUnchecked),
 

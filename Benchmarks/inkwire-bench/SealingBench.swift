@@ -115,29 +115,19 @@ func runSealingBench(_ arguments: [String]) -> Never {
         flush()
     }
 
-    // AES-256-GCM per live packet on this machine: seal and open a 44-byte frame under a
-    // 13-byte header, one context per key (as sessions keep them).
-    let aead = crypto.aead(key: crypto.randomBytes(32))
-    var header = [UInt8](repeating: 7, count: 13)
-    let frame = [UInt8](repeating: 1, count: 44)
-    var packet = [UInt8](repeating: 0, count: 60)
-    var plain = [UInt8](repeating: 0, count: 44)
-    let rounds = 200_000
-    let t0 = benchThreadCPUSeconds()
-    for n in 0..<rounds {
-        header[12] = UInt8(truncatingIfNeeded: n)
-        header.withUnsafeBytes { h in frame.withUnsafeBytes { f in packet.withUnsafeMutableBytes { aead.seal(nonce: UInt64(n), ad: h, plaintext: f, output: $0) } } }
+    // AES-256-GCM per live packet on this machine, for each implementation: hot (one context)
+    // and cold (4000 contexts used in turn, as the daemon's 2000 sessions keep them).
+    let openssl = OpenSSLCrypto.shared
+    var aeadRows: [(name: String, contexts: Int, seal: Double, open: Double)] = []
+    let implementations: [(String, ([UInt8]) -> (any PacketAEAD)?)] = [
+        ("openssl", { openssl.openSSLAEAD(key: $0) }), ("libsodium", { openssl.sodiumAEAD(key: $0) }),
+    ]
+    for (name, make) in implementations {
+        for contexts in [1, 4000] {
+            guard let cost = aeadCost(contexts: contexts, make: { make(crypto.randomBytes(32)) }) else { continue }
+            aeadRows.append((name, contexts, cost.seal, cost.open))
+        }
     }
-    let t1 = benchThreadCPUSeconds()
-    var opened = 0
-    for n in 0..<rounds {
-        header[12] = UInt8(truncatingIfNeeded: rounds - 1)
-        if header.withUnsafeBytes({ h in packet.withUnsafeBytes { p in plain.withUnsafeMutableBytes { aead.open(nonce: UInt64(rounds - 1), ad: h, ciphertext: p, output: $0) } } }) { opened += 1 }
-        _ = n
-    }
-    let t2 = benchThreadCPUSeconds()
-    let sealNs = (t1 - t0) / Double(rounds) * 1e9
-    let openNs = (t2 - t1) / Double(rounds) * 1e9
 
     func mean(_ v: [Int]) -> Double { v.isEmpty ? 0 : Double(v.reduce(0, +)) / Double(v.count) }
     print("{\"bench\":\"sealing\",\"connection_id_varint_bytes\":\(varint),\"transport_overhead_bytes\":\(PacketCodec.transportOverhead),"
@@ -145,7 +135,11 @@ func runSealingBench(_ arguments: [String]) -> Never {
         + "\"join_initiation_bytes\":\(joinBytes["initiation"] ?? 0),\"join_message_bytes\":\(joinMessage.count),"
         + "\"join_response_bytes\":\(joinBytes["response"] ?? 0),\"first_packet_bytes\":\(joinBytes["first_packet"] ?? 0),"
         + "\"protocol1_join_datagram_bytes\":\(protocolOneJoinSize(joinMessage.count, varint)),"
-        + "\"aes_gcm_seal_ns\":\(fanoutFixed(sealNs, 0)),\"aes_gcm_open_ns\":\(fanoutFixed(openNs, 0)),\"opened\":\(opened)}")
+        + "\"aead\":\"\(OpenSSLCrypto.packetAEADName)\"}")
+    for row in aeadRows {
+        print("{\"bench\":\"sealing-aead\",\"implementation\":\"\(row.name)\",\"contexts\":\(row.contexts),"
+            + "\"seal_ns\":\(fanoutFixed(row.seal, 0)),\"open_ns\":\(fanoutFixed(row.open, 0))}")
+    }
     for toDaemon in [true, false] {
         let rows = sizes[toDaemon]!
         let sealed = rows.map(\.sealed)
@@ -165,8 +159,44 @@ func runSealingBench(_ arguments: [String]) -> Never {
     let v1Join = protocolOneJoinSize(joinMessage.count, varint)
     let v2Join = (joinBytes["initiation"] ?? 0) + (joinBytes["response"] ?? 0) + (joinBytes["first_packet"] ?? 0)
     print("| join (device's first datagram; v2: initiation + response + first ping) | \(v1Join) B | \(v2Join) B | \(v2Join - v1Join) B |")
-    print("| AES-256-GCM per 44-byte frame, seal / open | | \(fanoutFixed(sealNs, 0)) / \(fanoutFixed(openNs, 0)) ns | |")
+    print("")
+    print("| AES-256-GCM, 44-byte frame | contexts | seal ns | open ns |")
+    print("| --- | --- | --- | --- |")
+    for row in aeadRows { print("| \(row.name) | \(row.contexts) | \(fanoutFixed(row.seal, 0)) | \(fanoutFixed(row.open, 0)) |") }
     exit(0)
+}
+
+/// CPU time to seal, then open, a 44-byte frame under a 13-byte header, with `contexts` keys
+/// used in turn (a stride through them, so each is cold when used again); nil when `make`
+/// has no implementation on this CPU.
+private func aeadCost(contexts: Int, make: () -> (any PacketAEAD)?) -> (seal: Double, open: Double)? {
+    var aeads: [any PacketAEAD] = []
+    for _ in 0..<contexts {
+        guard let a = make() else { return nil }
+        aeads.append(a)
+    }
+    let rounds = 200_000
+    var header = [UInt8](repeating: 7, count: 13)
+    let frame = [UInt8](repeating: 1, count: 44)
+    var packets = [[UInt8]](repeating: [UInt8](repeating: 0, count: 60), count: contexts)
+    var plain = [UInt8](repeating: 0, count: 44)
+    let stride = contexts > 1 ? 7919 : 0
+    let t0 = benchThreadCPUSeconds()
+    for n in 0..<rounds {
+        let k = (n * stride) % contexts
+        header[12] = UInt8(truncatingIfNeeded: k)
+        header.withUnsafeBytes { h in frame.withUnsafeBytes { f in packets[k].withUnsafeMutableBytes { aeads[k].seal(nonce: UInt64(k), ad: h, plaintext: f, output: $0) } } }
+    }
+    let t1 = benchThreadCPUSeconds()
+    var opened = 0
+    for n in 0..<rounds {
+        let k = (n * stride) % contexts
+        header[12] = UInt8(truncatingIfNeeded: k)
+        if header.withUnsafeBytes({ h in packets[k].withUnsafeBytes { p in plain.withUnsafeMutableBytes { aeads[k].open(nonce: UInt64(k), ad: h, ciphertext: p, output: $0) } } }) { opened += 1 }
+    }
+    let t2 = benchThreadCPUSeconds()
+    precondition(opened == rounds, "an AEAD did not open what it sealed")
+    return ((t1 - t0) / Double(rounds) * 1e9, (t2 - t1) / Double(rounds) * 1e9)
 }
 
 /// Protocol 1's first datagram around a join of `n` bytes: version/kind, flags, the id, the

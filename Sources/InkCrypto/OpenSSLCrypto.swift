@@ -2,8 +2,9 @@ import CCrypto
 import InkProtocol
 
 /// `SessionCrypto` on OpenSSL's libcrypto (Debian's OpenSSL 3.0): X25519, AES-256-GCM,
-/// SHA-256, HMAC-SHA256, HKDF-SHA256 and its random source. Every primitive is the library's;
-/// this file only moves bytes in and out of it. Thread-safe (every call makes its own
+/// SHA-256, HMAC-SHA256, HKDF-SHA256 and its random source; packets' AES-256-GCM goes through
+/// libsodium where the CPU has AES-NI (`SodiumAESGCM`, the same cipher, cheaper per packet).
+/// Every primitive is a library's; this file only moves bytes in and out of it. Thread-safe (every call makes its own
 /// contexts), except the AEAD contexts it hands out, which belong to one session.
 public final class OpenSSLCrypto: SessionCrypto, @unchecked Sendable {
     public init() {}
@@ -93,7 +94,19 @@ public final class OpenSSLCrypto: SessionCrypto, @unchecked Sendable {
         return out
     }
 
-    public func aead(key: [UInt8]) -> any PacketAEAD { OpenSSLAESGCM(key: key) }
+    public func aead(key: [UInt8]) -> any PacketAEAD {
+        SodiumAESGCM.isAvailable ? SodiumAESGCM(key: key) : OpenSSLAESGCM(key: key)
+    }
+
+    /// OpenSSL's AES-256-GCM even where libsodium's is available (tests and benchmarks that
+    /// compare the two).
+    public func openSSLAEAD(key: [UInt8]) -> any PacketAEAD { OpenSSLAESGCM(key: key) }
+
+    /// Which library seals packets on this CPU: "libsodium" or "openssl".
+    public static var packetAEADName: String { SodiumAESGCM.isAvailable ? "libsodium" : "openssl" }
+
+    /// libsodium's AES-256-GCM, or nil on a CPU without AES-NI.
+    public func sodiumAEAD(key: [UInt8]) -> (any PacketAEAD)? { SodiumAESGCM.isAvailable ? SodiumAESGCM(key: key) : nil }
 
     /// A parameter name (OSSL_KDF_PARAM_*) in static memory.
     static func name(_ text: StaticString) -> UnsafePointer<CChar> {
