@@ -12,7 +12,11 @@ import InkUV
 /// have yet. This class keeps the addresses and moves bytes.
 final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
     let connectionID: UInt64
-    private(set) var address: SocketAddress
+    private(set) var address: SocketAddress {
+        didSet { addressText = address.description }
+    }
+    /// `address` as the status page shows it, made once per address (the page lists every member).
+    private var addressText: String
     /// The address being validated, if any.
     private var candidate: SocketAddress?
     private let sealed: SealedDatagramSession
@@ -45,6 +49,7 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
         self.sealed = sealed
         self.join = join
         self.address = address
+        addressText = address.description
         self.transport = transport
         daemon = transport.daemon
     }
@@ -81,9 +86,9 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
 
     var linkStatus: LinkStatus {
         // Until the handshake completes there is no ARQ yet: no RTT or loss to show.
-        guard let stats = sealed.arq?.stats else { return LinkStatus(address: address.description, sealed: daemon.sealsSessions) }
-        return LinkStatus(address: address.description, rttMs: Double(stats.smoothedRTT.microseconds) / 1000,
-                          lossPercent: Double(stats.lossEstimate) * 100 / Double(ARQSession.lossEstimateScale), sealed: daemon.sealsSessions)
+        guard let arq = sealed.arq else { return LinkStatus(address: addressText, sealed: daemon.sealsSessions) }
+        return LinkStatus(address: addressText, rttMs: Double(arq.smoothedRTT.microseconds) / 1000,
+                          lossPercent: Double(arq.estimatedLoss) * 100 / Double(ARQSession.lossEstimateScale), sealed: daemon.sealsSessions)
     }
 
     func deliver(_ message: ServerMessage, encoder: inout SharedMessageEncoder) {

@@ -26,9 +26,9 @@ struct WebPages {
         case "/", "/index.html":
             return asset("/index.html")
         case "/status.json":
-            return (200, "application/json", Array(statusJSON().utf8))
+            return (200, "application/json", statusJSON())
         case "/info.json":
-            return (200, "application/json", Array(infoJSON().utf8))
+            return (200, "application/json", infoJSON())
         case "/certificate.pem":
             guard let cert = daemon.webCertificate, let bytes = FileSystem.read(cert.certificateFile, limit: 64 * 1024) else { return nil }
             return (200, "application/x-pem-file", bytes)
@@ -59,7 +59,7 @@ struct WebPages {
     }
 
     /// The daemon's facts a page needs before it joins.
-    func infoJSON() -> String {
+    func infoJSON() -> [UInt8] {
         let w = JSONWriter()
         w.object {
             w.field("version", InkwireVersion.string)
@@ -74,11 +74,11 @@ struct WebPages {
                 w.field("certificateSelfMade", cert.isSelfMade)
             }
         }
-        return w.text
+        return w.bytes
     }
 
     /// Rooms, their members (transport, address, RTT, loss) and history, as the status page shows them.
-    func statusJSON() -> String {
+    func statusJSON() -> [UInt8] {
         let driver = daemon.driver
         let relay = driver.relay
         var history: [String: (bytes: Int, batches: Int)] = [:]
@@ -132,77 +132,6 @@ struct WebPages {
                 }
             }
         }
-        return w.text
-    }
-}
-
-/// A small JSON writer (the daemon has no Foundation): objects, arrays, strings, numbers.
-final class JSONWriter {
-    private(set) var text = ""
-    init() {}
-    private var needsComma = [false]
-    /// A key was written: its value follows without a comma.
-    private var afterKey = false
-
-    private func separate() {
-        if afterKey {
-            afterKey = false
-            return
-        }
-        if needsComma[needsComma.count - 1] { text += "," }
-        needsComma[needsComma.count - 1] = true
-    }
-
-    func object(_ body: () -> Void) { nested("{", "}", body) }
-    func array(_ body: () -> Void) { nested("[", "]", body) }
-
-    private func nested(_ open: String, _ close: String, _ body: () -> Void) {
-        separate()
-        text += open
-        needsComma.append(false)
-        body()
-        needsComma.removeLast()
-        text += close
-    }
-
-    /// A key whose value (an object or array) follows.
-    func key(_ name: String) {
-        separate()
-        text += JSONWriter.quoted(name) + ":"
-        afterKey = true
-    }
-
-    func field(_ name: String, _ value: String) { raw(name, JSONWriter.quoted(value)) }
-    func field(_ name: String, _ value: Int) { raw(name, String(value)) }
-    func field(_ name: String, _ value: Bool) { raw(name, value ? "true" : "false") }
-    func field(_ name: String, _ value: Double?) {
-        guard let value, value.isFinite else { return raw(name, "null") }
-        raw(name, String((value * 100).rounded() / 100))
-    }
-    func field(_ name: String, _ values: [String]) { raw(name, "[" + values.map(JSONWriter.quoted).joined(separator: ",") + "]") }
-
-    private func raw(_ name: String, _ value: String) {
-        separate()
-        text += JSONWriter.quoted(name) + ":" + value
-    }
-
-    static func quoted(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            default:
-                // Control characters, the line separators JavaScript once rejected, and "<" (so
-                // the JSON is safe inside a page) as escapes.
-                if scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029 || scalar == "<" {
-                    let h = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
+        return w.bytes
     }
 }

@@ -195,10 +195,12 @@ public final class ARQSession: DatagramEndpoint {
     /// whole statistics).
     public var queuedBytes: Int { queue.queuedBytes }
 
-    /// `stats.smoothedRTT`, `stats.retransmissions` and `stats.outOfOrderSegments` one at a
-    /// time: a daemon samples them for every session each second, and building the whole
-    /// statistics for thousands of sessions showed in its profile.
+    /// `stats.smoothedRTT`, `stats.lossEstimate`, `stats.retransmissions` and
+    /// `stats.outOfOrderSegments` one at a time: a daemon samples them for every session each
+    /// second (and the status page for every member), and building the whole statistics for
+    /// thousands of sessions showed in its profile.
     public var smoothedRTT: Instant.Duration { rtt.smoothed }
+    public var estimatedLoss: Int { lossEstimate }
     public var retransmissions: Int { counters.retransmissions }
     public var outOfOrderSegments: Int { receiver.outOfOrder.ranges.reduce(0) { $0 + Int($1.count) } }
 
