@@ -1,0 +1,43 @@
+import InkCodec
+import InkLegacy
+import InkProtocol
+import LegacyAppModel
+import Testing
+
+/// Live lessons in virtual time: one teacher app drawing a trace, student apps watching.
+@Suite struct LiveSimulationTests {
+    /// Runs `lines` on a teacher app at `speed` with `students` watching; returns the sim.
+    static func lesson(_ lines: [TraceLine], speed: Double, students: Int, seed: UInt64,
+                       configure: (inout LegacyRoomSimulation.Configuration) -> Void = { _ in }) -> LegacyRoomSimulation {
+        var config = LegacyRoomSimulation.Configuration()
+        configure(&config)
+        let sim = LegacyRoomSimulation(seed: seed, configuration: config)
+        let teacher = sim.connectApp("teacher")
+        for i in 0..<students { sim.connectApp("student-\(i)") }
+        // The user starts once the screen is up (at most 0.4 s) and the session sends (1 s).
+        teacher.script = LegacyTraceScript(lines, start: .milliseconds(1500), speed: speed)
+        let duration = Double((lines.last?.timeMs ?? 0) - (lines.first?.timeMs ?? 0)) / speed / 1000
+        sim.runToQuiet(limit: .milliseconds(UInt64(duration * 1000) + 60_000))
+        return sim
+    }
+
+    static func check(_ sim: LegacyRoomSimulation, _ expected: LegacyAppScreen, seed: UInt64) {
+        for d in sim.devices {
+            #expect(d.app.state == .connected && d.app.desync == nil && d.sessionClosed == nil, "seed \(seed): \(d)")
+            #expect(d.app.screen == expected, "seed \(seed) \(d.name): \(d.app.screen.difference(from: expected) ?? "")")
+            #expect(d.app.touchesIgnored == 0, "seed \(seed): \(d)")
+        }
+    }
+
+    @Test func teacherAndTwoStudentsAtRealSpeed() {
+        guard let lines = lessonSlice(0, 60_000) else { return }
+        let expected = LegacyTraceScript.referenceScreen(lines)
+        for seed in propertySeeds(3) { Self.check(Self.lesson(lines, speed: 1, students: 2, seed: seed), expected, seed: seed) }
+    }
+
+    @Test func teacherAndTwoStudentsAtSixteenTimes() {
+        guard let lines = lessonLines else { return }
+        let expected = LegacyTraceScript.referenceScreen(lines)
+        for seed in propertySeeds(3) { Self.check(Self.lesson(lines, speed: 16, students: 2, seed: seed), expected, seed: seed) }
+    }
+}
