@@ -24,6 +24,10 @@ public final class LegacyAppRunner {
         var listener: Int32 = -1
         var outgoing: [UInt8] = []
         var readAt: UInt64?
+        /// When its socket was last seen with nothing to read.
+        var quietSince: UInt64 = 0
+        /// The app's own time: the latest event it handled.
+        var clock: UInt64 = 0
         public internal(set) var listeningPort: UInt16 = 0
 
         init(name: String, configuration: HYWhiteboardApp.Configuration) {
@@ -85,6 +89,7 @@ public final class LegacyAppRunner {
         let app = App(name: name, configuration: config)
         app.fd = try LegacyAppRunner.connectLoopback(port: port)
         apps.append(app)
+        app.quietSince = now.microseconds
         app.model.handleConnected(now: now)
         return app
     }
@@ -108,7 +113,17 @@ public final class LegacyAppRunner {
         if app.listener >= 0 { Glibc.close(app.listener); app.listener = -1 }
         app.model.handlePeerClosed(now: now)
         app.fresh()
-        try openListener(app, port: port)
+        // The closed connection holds the port until the relay closes its side too.
+        let deadline = now.microseconds + 5_000_000
+        while true {
+            do {
+                try openListener(app, port: port)
+                return
+            } catch {
+                if now.microseconds > deadline { throw error }
+                run(limitMicroseconds: 20_000)
+            }
+        }
     }
 
     /// Closes an app's connection (its user leaves the whiteboard).
@@ -128,22 +143,34 @@ public final class LegacyAppRunner {
         return done()
     }
 
+    /// One turn: every app event that is due, in time order (a turn that started late, on a
+    /// busy machine, still reads what arrived before the touches it is late with), then a
+    /// poll for the next socket event or deadline.
     private func step(deadline: UInt64) {
-        let t = now
-        for app in apps {
-            if app.model.isScreenUp { app.script?.perform(on: app.model, now: t) }
-            if let due = app.model.pollTimeout(), due <= t { app.model.handleTimeout(now: t) }
+        let t = now.microseconds
+        for app in apps where app.fd >= 0 && app.readAt == nil {
+            var probe = pollfd(fd: app.fd, events: Int16(POLLIN), revents: 0)
+            if poll(&probe, 1, 0) > 0 {
+                // It arrived at the earliest after the last look that saw nothing.
+                app.readAt = app.quietSince + pause()
+            } else {
+                app.quietSince = t
+            }
+        }
+        while let (app, kind, at) = nextEvent(), at <= t {
+            let when = Instant(microseconds: max(at, app.clock))
+            app.clock = when.microseconds
+            switch kind {
+            case .read: read(app, now: when)
+            case .timer: app.model.handleTimeout(now: when)
+            case .script: app.script?.perform(on: app.model, now: when)
+            }
             while let w = app.model.pollWrite() { app.outgoing.append(contentsOf: w) }
             flush(app)
-            if let at = app.readAt, at <= t.microseconds { read(app) }
         }
         // Sleep until the next deadline or socket event.
         var next = deadline
-        for app in apps {
-            if let d = app.model.pollTimeout() { next = min(next, d.microseconds) }
-            if app.model.isScreenUp, let s = app.script?.nextAt { next = min(next, s.microseconds) }
-            if let r = app.readAt { next = min(next, r) }
-        }
+        if let (_, _, at) = nextEvent() { next = min(next, at) }
         var fds: [pollfd] = []
         var owners: [(App, Bool)] = []
         for app in apps {
@@ -164,21 +191,37 @@ public final class LegacyAppRunner {
         }
     }
 
-    private func read(_ app: App) {
+    private enum EventKind { case read, timer, script }
+
+    private func nextEvent() -> (App, EventKind, UInt64)? {
+        var best: (App, EventKind, UInt64)?
+        func consider(_ app: App, _ kind: EventKind, _ at: UInt64?) {
+            if let at, best == nil || at < best!.2 { best = (app, kind, at) }
+        }
+        for app in apps {
+            consider(app, .read, app.readAt)
+            consider(app, .timer, app.model.pollTimeout()?.microseconds)
+            if app.model.isScreenUp { consider(app, .script, app.script?.nextAt?.microseconds) }
+        }
+        return best
+    }
+
+    private func read(_ app: App, now t: Instant) {
         app.readAt = nil
+        app.quietSince = t.microseconds
         guard app.fd >= 0 else { return }
         var buffer = [UInt8](repeating: 0, count: HYReceiver.readBytes)
         let n = recv(app.fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
         if n > 0 {
-            app.model.handleRead(Array(buffer[..<n]), now: now)
+            app.model.handleRead(Array(buffer[..<n]), now: t)
             if !app.model.isRunning { Glibc.close(app.fd); app.fd = -1; return }
             // More may be waiting: the app reads again on its next turn.
             var probe = pollfd(fd: app.fd, events: Int16(POLLIN), revents: 0)
-            if poll(&probe, 1, 0) > 0 { app.readAt = now.microseconds + pause() }
+            if poll(&probe, 1, 0) > 0 { app.readAt = t.microseconds + pause() }
         } else if n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
             Glibc.close(app.fd)
             app.fd = -1
-            app.model.handlePeerClosed(now: now)
+            app.model.handlePeerClosed(now: t)
         }
     }
 
@@ -198,9 +241,11 @@ public final class LegacyAppRunner {
     private func accept(_ app: App) {
         let fd = Glibc.accept(app.listener, nil, nil)
         guard fd >= 0 else { return }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         if app.model.state != .notConnected { app.fresh() }
         app.fd = fd
         app.outgoing = []
+        app.quietSince = now.microseconds
         app.model.handleConnected(now: now)
     }
 
@@ -210,7 +255,8 @@ public final class LegacyAppRunner {
     }
 
     private func openListener(_ app: App, port: UInt16) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Close-on-exec: a daemon the test starts must not inherit the app's port.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SocketError(description: "socket failed") }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -236,7 +282,7 @@ public final class LegacyAppRunner {
 
     /// A TCP connection to 127.0.0.1:`port`.
     public static func connectLoopback(port: UInt16) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SocketError(description: "socket failed") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

@@ -41,6 +41,18 @@ public struct LegacyAppScreen: Hashable, Sendable, CustomStringConvertible {
         return true
     }
 
+    /// Why `interleaves(parts)` fails, for failure messages.
+    public func explain(_ parts: [LegacyAppScreen]) -> String {
+        var wanted = parts.flatMap(\.lines)
+        var extra: [Line] = []
+        for line in lines {
+            if let i = wanted.firstIndex(of: line) { wanted.remove(at: i) } else { extra.append(line) }
+        }
+        let missing = wanted.prefix(3).map(\.summary).joined(separator: "; ")
+        let added = extra.prefix(3).map(\.summary).joined(separator: "; ")
+        return "\(wanted.count) lines missing [\(missing)], \(extra.count) not drawn by anyone [\(added)]"
+    }
+
     /// The first difference from `other`, for failure messages.
     public func difference(from other: LegacyAppScreen) -> String? {
         if self == other { return nil }

@@ -41,3 +41,24 @@ import Testing
         for seed in propertySeeds(3) { Self.check(Self.lesson(lines, speed: 16, students: 2, seed: seed), expected, seed: seed) }
     }
 }
+
+extension LiveSimulationTests {
+    @Test func twoTeachersDrawingAtOnce() {
+        guard let first = lessonSlice(0, 15_000), let later = lessonSlice(300_000, 315_000) else { return }
+        let parts = [LegacyTraceScript.referenceScreen(first), LegacyTraceScript.referenceScreen(later)]
+        for seed in propertySeeds(3) {
+            let sim = LegacyRoomSimulation(seed: seed)
+            let a = sim.connectApp("a")
+            let b = sim.connectApp("b")
+            sim.connectApp("student")
+            a.script = LegacyTraceScript(first, start: .milliseconds(1500))
+            b.script = LegacyTraceScript(later, start: .milliseconds(1550))
+            sim.runToQuiet(limit: .milliseconds(60_000))
+            for d in sim.devices {
+                #expect(d.app.screen.interleaves(parts), "seed \(seed) \(d.name): \(d.app.screen.explain(parts)) \(d)")
+                let touches = d.app.touchesAccepted + d.app.touchesIgnored
+                #expect(d.app.touchesIgnored * 100 <= touches, "seed \(seed): \(d)")
+            }
+        }
+    }
+}
