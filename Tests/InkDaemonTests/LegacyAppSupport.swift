@@ -59,3 +59,28 @@ enum LegacyApps {
         writeFile(path, Trace.format(lines))
     }
 }
+
+extension LegacyApps {
+    /// Trace lines for legacy texts, one sample (17 ms) apart.
+    static func lines(_ texts: [String]) -> [TraceLine] {
+        texts.enumerated().map { TraceLine(timeMs: UInt64($0.offset) * 17, message: try! LegacyMessage(parsing: $0.element)) }
+    }
+
+    /// The app's user performs `texts` (points, pens, 4/5/6 buttons) now; returns once they are
+    /// done and the app's buffer went out (its 60 ms timer).
+    static func draw(_ texts: [String], on app: LegacyAppRunner.App, _ runner: LegacyAppRunner) {
+        app.script = LegacyTraceScript(lines(texts), start: runner.now + .milliseconds(10))
+        runner.run(limitMicroseconds: 5_000_000) { app.script?.isDone == true }
+        runner.run(limitMicroseconds: 150_000)
+    }
+
+    /// The screen an app shows after its own user drew `texts` (and nothing else).
+    static func screen(_ texts: [String]) -> LegacyAppScreen {
+        LegacyTraceScript.referenceScreen(lines(texts))
+    }
+
+    /// Runs until every app in `apps` is connected with its screen up.
+    static func waitUp(_ runner: LegacyAppRunner, _ apps: [LegacyAppRunner.App]) -> Bool {
+        runner.run(limitMicroseconds: 10_000_000) { apps.allSatisfy { $0.isConnected && $0.model.isScreenUp } }
+    }
+}

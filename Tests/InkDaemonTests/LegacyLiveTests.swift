@@ -107,7 +107,7 @@ extension LegacyLiveTests {
         let sender = try ClientProcess(["send", "--server", udp, "--room", "lesson", "--user", "teacher", "--role", "teacher",
                                         "--trace", trace, "--speed", "16"], directory: daemon.dataDir)
         let expected = LegacyTraceScript.referenceScreen(lines)
-        runner.run(limitMicroseconds: 20_000_000) { sender.wait(limitMicroseconds: 0) != nil }
+        runner.run(limitMicroseconds: 20_000_000) { sender.hasExited }
         #expect(sender.wait() == 0, "\(sender.errors)")
         #expect(LegacyApps.waitScreens(runner, students, equal: expected))
         for app in students { #expect(app.isConnected && app.model.desync == nil, "\(app): \(app.model.screen.difference(from: expected) ?? "")") }
