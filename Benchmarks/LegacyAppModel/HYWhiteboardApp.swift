@@ -71,6 +71,10 @@ public final class HYWhiteboardApp {
     public private(set) var bytesWritten = 0
     /// When the last data frame was applied to the screen.
     public private(set) var lastAppliedAt: Instant?
+    /// With `recordsLineEnds`: when each line got its end point, keyed by its first point (for
+    /// latency measurements).
+    public var recordsLineEnds = false
+    public private(set) var lineEnds: [(at: Instant, first: LegacyAppScreen.Point, received: Bool)] = []
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -193,6 +197,7 @@ public final class HYWhiteboardApp {
                 return false
             }
             touchesAccepted += 1
+            if recordsLineEnds && point.type == HYWhiteboardScreen.end { noteEnd(.mine, now: now) }
             let tool: Tool = point.isEraser ? .eraser : .pen
             let sentPhase = StrokePhase(rawValue: UInt8(point.type)) ?? phase
             cmdBuff.append(.point(tool: tool, x: x, y: y, phase: sentPhase))
@@ -258,6 +263,7 @@ public final class HYWhiteboardApp {
             let type = Int(HYText.intValue(fields[3]))
             try vc.receivePoint(x: x, y: y, mx: millionths(fields[1], x), my: millionths(fields[2], y), type: type,
                                 eraser: HYText.integerValue(first) == 2)
+            if recordsLineEnds && type == HYWhiteboardScreen.end { noteEnd(.other, now: now) }
         case 3:
             guard fields.count >= 3 else { throw HYCrash(reason: "pen style with \(fields.count) fields") }
             vc.receivePen(color: HYText.integerValue(fields[1]), width: HYText.integerValue(fields[2]))
@@ -290,6 +296,11 @@ public final class HYWhiteboardApp {
         }
         if case .success(let exact) = LegacyNumber.parseCoordinate(field[...]) { return exact }
         return Int32(clamping: Int64((value * 1_000_000).rounded()))
+    }
+
+    private func noteEnd(_ user: HYUser, now: Instant) {
+        guard let index = vc.lastLineIndex[user], index >= 0, index < vc.allLines.count, let p = vc.allLines[index].points.first else { return }
+        lineEnds.append((now, LegacyAppScreen.Point(x: p.mx, y: p.my), user == .other))
     }
 
     private func seconds(_ t: Instant) -> Double { Double(t.microseconds) / 1_000_000 }

@@ -1,4 +1,5 @@
 // What an app's whiteboard view shows, in a form tests compare.
+import InkCodec
 
 /// The visible lines of an app, in drawing order, each with the pen of its first point (the
 /// app draws a line with that pen) and its stored points in millionths of the view.
@@ -28,6 +29,29 @@ public struct LegacyAppScreen: Hashable, Sendable, CustomStringConvertible {
 
     public init(lines: [Line] = []) { self.lines = lines }
 
+    /// The lines an app shows for the visible strokes of `page`, by author (each author's in
+    /// drawing order): every stroke as a line with its pen, its points thinned by the app's
+    /// filter (a point within 6/768 of the last one kept on both axes is dropped; the first and
+    /// the last are always kept: the last is the end the app gets).
+    public static func expected(from board: Board, page: PageID) -> [AuthorID: LegacyAppScreen] {
+        var out: [AuthorID: LegacyAppScreen] = [:]
+        for stroke in board.visibleStrokes(on: page) where !stroke.points.isEmpty {
+            var points = [Point(x: stroke.points[0].x, y: stroke.points[0].y)]
+            var last = (Double(stroke.points[0].x) / 1e6, Double(stroke.points[0].y) / 1e6)
+            for (i, p) in stroke.points.enumerated().dropFirst() {
+                let x = Double(p.x) / 1e6, y = Double(p.y) / 1e6
+                if abs(x - last.0) > HYWhiteboardScreen.difMin || abs(y - last.1) > HYWhiteboardScreen.difMin || i == stroke.points.count - 1 {
+                    points.append(Point(x: p.x, y: p.y))
+                    last = (x, y)
+                }
+            }
+            if stroke.points.count == 1 { points.append(points[0]) }
+            let line = Line(color: Int(stroke.style.color), width: Int(stroke.style.width), eraser: stroke.tool == .eraser, points: points)
+            out[stroke.ref.author, default: LegacyAppScreen()].lines.append(line)
+        }
+        return out
+    }
+
     /// Whether this screen is exactly the lines of `parts`, each part's lines in its order
     /// (lines drawn at the same time by different authors stand in a different order on each
     /// author's app: each app puts its own line first).
@@ -50,7 +74,18 @@ public struct LegacyAppScreen: Hashable, Sendable, CustomStringConvertible {
         }
         let missing = wanted.prefix(3).map(\.summary).joined(separator: "; ")
         let added = extra.prefix(3).map(\.summary).joined(separator: "; ")
-        return "\(wanted.count) lines missing [\(missing)], \(extra.count) not drawn by anyone [\(added)]"
+        var order = ""
+        for part in parts {
+            // The first line of a part that the screen shows before the part's line above it.
+            var next = 0
+            for line in lines where next < part.lines.count && line == part.lines[next] { next += 1 }
+            if next < part.lines.count, wanted.isEmpty, extra.isEmpty {
+                let at = lines.firstIndex(of: part.lines[next]) ?? -1
+                order = "; out of order: line \(next) of \(part.lines.count) of a part (\(part.lines[next].summary)) at \(at) of \(lines.count)"
+                break
+            }
+        }
+        return "\(wanted.count) lines missing [\(missing)], \(extra.count) not drawn by anyone [\(added)]\(order)"
     }
 
     /// The first difference from `other`, for failure messages.

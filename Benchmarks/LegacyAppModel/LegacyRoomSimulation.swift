@@ -70,6 +70,17 @@ public final class LegacyRoomSimulation {
     public private(set) var devices: [Device] = []
     private var rng: SimRandom
     private var nextSession: UInt64 = 1
+    /// Actions scheduled at instants (native authors' commands, apps joining...), in time order.
+    private var scheduled: [(at: Instant, seq: Int, action: () -> Void)] = []
+    private var scheduledCount = 0
+
+    /// Runs `action` at `t` (in the order scheduled among equal times).
+    public func at(_ t: Instant, _ action: @escaping () -> Void) {
+        scheduledCount += 1
+        scheduled.append((t, scheduledCount, action))
+        scheduled.sort { $0.at == $1.at ? $0.seq < $1.seq : $0.at < $1.at }
+    }
+
     private var natives: [SessionID: (origin: UInt64, seq: UInt64, codec: BinaryCodecState, translator: LegacyTranslator)] = [:]
 
     public init(seed: UInt64, configuration: Configuration = Configuration()) {
@@ -167,7 +178,7 @@ public final class LegacyRoomSimulation {
     /// Runs until every device's script is done and nothing is in flight, or `limit`.
     public func runToQuiet(limit: Instant) {
         run(until: limit) {
-            devices.allSatisfy { d in (d.script?.isDone ?? true) && d.toApp.isEmpty && d.toSession.isEmpty && d.buffer.isEmpty }
+            scheduled.isEmpty && devices.allSatisfy { d in (d.script?.isDone ?? true) && d.toApp.isEmpty && d.toSession.isEmpty && d.buffer.isEmpty }
                 && quietSince.map { now.since($0) > configuration.session.quietAfterInput + configuration.session.staleStroke } == true
         }
     }
@@ -176,6 +187,7 @@ public final class LegacyRoomSimulation {
     private func nextEventTime() -> Instant? {
         var t: Instant?
         func consider(_ x: Instant?) { if let x, t == nil || x < t! { t = x } }
+        consider(scheduled.first?.at)
         for d in devices {
             consider(d.toApp.first?.at)
             consider(d.toSession.first?.at)
@@ -189,6 +201,11 @@ public final class LegacyRoomSimulation {
 
     private func step() {
         var active = false
+        while let first = scheduled.first, first.at <= now {
+            scheduled.removeFirst()
+            first.action()
+            active = true
+        }
         for d in devices {
             while let first = d.toApp.first, first.at <= now {
                 d.toApp.removeFirst()

@@ -104,6 +104,8 @@ public final class LegacySession {
     var ownPen = PenStyle.initial
     /// The app's user has a finger on the board (its last point was not an end).
     var drawing = false
+    /// The app's latest own stroke.
+    var appStroke: StrokeRef?
     var lastInputAt: Instant?
     /// The app just reported the end of its stroke (or a button): writes are safe until then.
     var safeUntil: Instant?
@@ -146,6 +148,14 @@ public final class LegacySession {
     var ownUnshown: Set<StrokeRef> = []
     /// The queued frames end with a whole stroke (room for the pen after it is kept).
     var frameEndsShow = false
+    /// The pen the queued stroke is drawn with, and the app's pen before its frames.
+    var opPen: PenStyle?
+    var penBeforeOp: PenStyle?
+    /// After a clear we wrote, no new line before this instant (see `produce`).
+    var linesHeldUntil: Instant?
+    /// When we last wrote a clear, and when the app's last stroke started.
+    var clearWrittenAt: Instant?
+    var lastStartAt = Instant.zero
     /// Something changed that may need writing.
     var dirty = true
     /// The latest `now` any input or poll brought (deadlines at or before it are not reported:
@@ -197,6 +207,7 @@ public final class LegacySession {
         if author != nil && dirty {
             consider(screenReadyAt)
             if let last = lastInputAt, !drawing { consider(last + configuration.quietAfterInput) }
+            consider(linesHeldUntil)
         }
         for edit in pendingEdits where !edit.afterNextEnd { consider(edit.deadline) }
         if author != nil, let oldest = openForeign.values.min() { consider(oldest + configuration.staleStroke) }

@@ -1,4 +1,5 @@
 // Timing and bounds of one legacy session: the app's own constants and the relay's choices.
+import InkCodec
 import InkProtocol
 
 /// How a `LegacySession` paces an app. The app's own constants come from HYWhiteboard v1.2
@@ -45,8 +46,8 @@ public enum LegacySessionLimits {
     public static let maxCommandsPerBatch = 4096
     /// Edits (undo, redo, clear) of the app waiting for the points they overtook.
     public static let maxPendingEdits = 64
-    /// Frames of one operation (a stroke's points and pens) waiting to be packed into chunks.
-    public static let maxFramesPerStroke = 2 + 65_536 + 1
-    /// Unparsed bytes from the app: its frames are under 100 bytes; this is many seconds of them.
-    public static let maxInboundBuffered = 256 * 1024
+    /// Frames of one operation waiting to be packed into chunks: a stroke's pen, its points (the
+    /// board keeps at most `Board.maxPointsPerStroke`) and the end a one-point stroke gets.
+    /// Unparsed bytes from the app are bounded by `LegacyFrameDecoder.maxBufferedBytes`.
+    public static let maxFramesPerStroke = 1 + Board.maxPointsPerStroke + 1
 }

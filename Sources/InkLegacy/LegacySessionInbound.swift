@@ -143,7 +143,16 @@ extension LegacySession {
             submitPen(style)
         case .point(let tool, let x, let y, let phase):
             mirror.touched()
+            if phase == .start && drawing, let cleared = clearWrittenAt, cleared >= lastStartAt {
+                // A start with no end before it: the app turned a point of its stroke into one
+                // because it had no line left, so our clear reached it in that stroke, after
+                // the points we placed behind it. Its lines are what it drew since.
+                mirror.clearAll()
+                rebuildShow = true
+                stats.drifts += 1
+            }
             drawing = phase != .end
+            if phase == .start { lastStartAt = now }
             if phase == .start || mirror.lines.isEmpty {
                 // A point while the app has no line becomes a start there (and is sent as one).
                 startStroke(tool: tool, x: x, y: y, author: author)
@@ -203,6 +212,7 @@ extension LegacySession {
         let ref = nextRef(author)
         nextStroke = nextStroke &+ 1 == 0 ? 1 : nextStroke &+ 1
         mirror.start(.mine, stroke: ref)
+        appStroke = ref
         submit(.point(StrokePoint(stroke: ref.stroke, tool: tool, phase: .start, x: x, y: y)))
     }
 

@@ -94,6 +94,12 @@ extension LegacySession {
                 frameStart = 0
                 guard produce(now: now) else { break }
             }
+            if frameStart == 0 && !writer.isEmpty && frameEndsShow {
+                // A stroke that fits in one chunk starts one rather than straddle two: the app
+                // locks its user out from a line's start until its end, across its reads.
+                let bytes = frames.reduce(LegacySession.penFrameBytes) { $0 + $1.count }
+                if bytes <= LegacyChunkWriter.maxFrameBytes && !writer.fits(bytes) { return finishChunk(now: now) }
+            }
             let frame = frames[frameStart]
             // A stroke's end leaves room for the pen that gives the app's user its own back.
             let reserve = frameStart == frames.count - 1 && frameEndsShow ? LegacySession.penFrameBytes : 0
@@ -113,13 +119,22 @@ extension LegacySession {
     /// Closes the chunk; when a whole stroke left the app with another pen, it ends with the
     /// app's own (the app's user may draw right after reading it).
     private func finishChunk(now: Instant) -> [UInt8] {
-        if frameStart == frames.count && mirror.pen != ownPen {
+        // Between operations (none under way, or the next not begun): the app's pen is its own
+        // until the next chunk, which then starts with the pen the next stroke needs.
+        let betweenOps = frameStart == frames.count || frameStart == 0
+        let appPen = frameStart == 0 && frameStart < frames.count ? (penBeforeOp ?? mirror.pen) : mirror.pen
+        if betweenOps && appPen != ownPen {
             let restore = LegacyFrame.text(.penStyle(ownPen)).bytes
             if writer.fits(restore.count) {
                 _ = writer.append(frame: restore)
-                mirror.pen = ownPen
                 penWrittenAt = now
                 stats.messagesOut += 1
+                if frameStart == 0 && frameStart < frames.count {
+                    if let needed = opPen, needed != ownPen, penBeforeOp == needed { frames.insert(LegacyFrame.text(.penStyle(needed)).bytes, at: 0) }
+                    penBeforeOp = ownPen
+                } else {
+                    mirror.pen = ownPen
+                }
             }
         }
         lastChunkSent = now
@@ -143,6 +158,8 @@ extension LegacySession {
     /// Queues the frames of the next operation that brings the app closer to the board.
     private func produce(now: Instant) -> Bool {
         frameEndsShow = false
+        opPen = nil
+        penBeforeOp = nil
         guard let author, dirty, now >= screenReadyAt else { return false }
         guard mayWrite(now: now) else { return false }
         if pendingClear || pendingRepaint {
@@ -152,13 +169,20 @@ extension LegacySession {
             rebuildShow = true
             if mirror.clearAll() {
                 queue(.clear)
-                shownPoints = [:]
+                cleared(now: now)
                 return true
             }
         }
+        // After a clear, new lines wait until the app's user was quiet for a while: if it drew
+        // when the clear reached it (its reads late), its next point goes to the line its own
+        // pointer names, and with lines back but fewer than that index the app crashes.
+        if let held = linesHeldUntil {
+            guard now >= held else { return false }
+            linesHeldUntil = nil
+        }
         if checkShown || !misshown.isEmpty {
             checkShown = false
-            if hideWrongLines(author: author) { return true }
+            if hideWrongLines(author: author, now: now) { return true }
         }
         if rebuildShow {
             rebuildShow = false
@@ -195,7 +219,7 @@ extension LegacySession {
     /// Takes off the app every line that shows what the board no longer has there, by undoing
     /// the top of its "other" chain (lines above come back as candidates), or asks for a
     /// repaint when the chain does not reach them. True when frames were queued.
-    private func hideWrongLines(author: AuthorID) -> Bool {
+    private func hideWrongLines(author: AuthorID, now: Instant) -> Bool {
         let page = shownPage
         var hide = Set<Int>()
         for (index, line) in mirror.lines.enumerated() {
@@ -211,7 +235,7 @@ extension LegacySession {
         guard !hide.isEmpty else { return false }
         guard let steps = walk(toHide: hide) else {
             pendingRepaint = true
-            return produceRepaint()
+            return produceRepaint(now: now)
         }
         for _ in 0..<steps {
             if let line = mirror.cancel(.other), let ref = line.stroke {
@@ -224,14 +248,20 @@ extension LegacySession {
         return true
     }
 
-    private func produceRepaint() -> Bool {
+    private func produceRepaint(now: Instant) -> Bool {
         pendingRepaint = false
         stats.repaints += 1
         rebuildShow = true
         guard mirror.clearAll() else { return false }
         queue(.clear)
-        shownPoints = [:]
+        cleared(now: now)
         return true
+    }
+
+    private func cleared(now: Instant) {
+        shownPoints = [:]
+        clearWrittenAt = now
+        linesHeldUntil = now + configuration.quietAfterInput
     }
 
     /// Undo steps (from the top of the app's "other" chain) that take every line of `hide` off,
@@ -254,12 +284,18 @@ extension LegacySession {
     static let maxWalk = 64
 
     private func showable(_ stroke: Board.Stroke, author: AuthorID) -> Bool {
-        if stroke.ref.author == author && unechoed > 0 { return false }
+        if stroke.ref.author == author {
+            // The app's own, not on its screen (a clear reached it): once back from the room,
+            // and, without an end, once the app draws another (a clear cut it short there).
+            return unechoed == 0 && (stroke.isEnded || stroke.ref != appStroke)
+        }
         return stroke.isEnded || staleForeign.contains(stroke.ref)
     }
 
     /// One stroke as the app's "other" user draws it: its pen, then start to end.
     private func show(_ stroke: Board.Stroke, now: Instant) {
+        penBeforeOp = mirror.pen
+        opPen = stroke.style
         if mirror.pen != stroke.style {
             queue(.penStyle(stroke.style))
             mirror.pen = stroke.style
@@ -276,7 +312,6 @@ extension LegacySession {
         mirror.start(.other, stroke: stroke.ref)
         shownPoints[stroke.ref] = stroke.points.count
         openForeign[stroke.ref] = nil
-        staleForeign.remove(stroke.ref)
         stats.strokesShown += 1
     }
 

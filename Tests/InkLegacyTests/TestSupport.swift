@@ -25,9 +25,10 @@ func lessonSlice(_ fromMs: UInt64, _ toMs: UInt64) -> [TraceLine]? {
     return lines
 }
 
-/// The property tests' seeds: fixed ones plus INKWIRE_SEED when set.
+/// The property tests' seeds: 1...count (INKWIRE_SEEDS=N for more), or INKWIRE_SEED alone.
 func propertySeeds(_ count: UInt64) -> [UInt64] {
-    var seeds = Array(1...count)
+    let n = ProcessInfo.processInfo.environment["INKWIRE_SEEDS"].flatMap { UInt64($0) } ?? count
+    var seeds = Array(1...n)
     if let text = ProcessInfo.processInfo.environment["INKWIRE_SEED"], let seed = UInt64(text) { seeds = [seed] }
     return seeds
 }
