@@ -69,7 +69,7 @@ let package = Package(
         .target(name: "InkBenchSupport", dependencies: ["CENet", "InkUV", "InkWeb", "MQTTChaos", "LegacyAppModel", "InkCodec", "InkProtocol", "InkSim"], path: "Benchmarks/InkBenchSupport"),
         .executableTarget(
             name: "inkwire-bench",
-            dependencies: ["InkCodec", "InkProtocol", "InkSim", "InkUV", "InkDaemon", "CENet", "InkStore", "InkRelay", "InkClient", "InkCrypto", "InkBenchSupport", "MQTTChaos"],
+            dependencies: ["InkCodec", "InkProtocol", "InkSim", "InkUV", "InkDaemon", "CENet", "InkStore", "InkRelay", "InkClient", "InkCrypto", "InkBenchSupport", "MQTTChaos", "InkLegacy", "LegacyAppModel"],
             path: "Benchmarks/inkwire-bench"
         ),
 
