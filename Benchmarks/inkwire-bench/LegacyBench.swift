@@ -106,7 +106,10 @@ func lateJoinOnce(board: Board, expected: LegacyAppScreen, seed: UInt64, burst: 
     appConfig.livenessInterval = rng.below(2) == 0 ? .milliseconds(7000) : .milliseconds(9000)
     let app = HYWhiteboardApp(configuration: appConfig)
     var reader = PacedReader(rng: SimRandom(seed: seed &* 0x9E37_79B9))
+    // Bytes in the app's socket not read yet: `buffer[readAt...]`.
     var buffer: [UInt8] = []
+    var readAt = 0
+    var unread: Int { buffer.count - readAt }
     var written = 0
     let latency = Instant.Duration.milliseconds(1)
     app.handleConnected(now: .zero)
@@ -127,7 +130,7 @@ func lateJoinOnce(board: Board, expected: LegacyAppScreen, seed: UInt64, burst: 
     while now < limit {
         // The session writes whatever the window takes now.
         if let s = session {
-            while buffer.count + inFlight.reduce(0, { $0 + $1.bytes.count }) + LegacySessionLimits.chunkBytes <= 64 * 1024,
+            while unread + inFlight.count * LegacySessionLimits.chunkBytes + LegacySessionLimits.chunkBytes <= 64 * 1024,
                   let chunk = s.pollTransmit(now: now) {
                 inFlight.append((now + latency, chunk))
                 written += chunk.count
@@ -137,22 +140,23 @@ func lateJoinOnce(board: Board, expected: LegacyAppScreen, seed: UInt64, burst: 
             while app.pollWrite() != nil {}
         }
         while let f = inFlight.first, f.at <= now { buffer += f.bytes; inFlight.removeFirst() }
-        if !buffer.isEmpty {
-            let n = min(HYReceiver.readBytes, buffer.count)
-            app.handleRead(Array(buffer.prefix(n)), now: now)
-            buffer.removeFirst(n)
+        if unread > 0 {
+            let n = min(HYReceiver.readBytes, unread)
+            app.handleRead(Array(buffer[readAt..<(readAt + n)]), now: now)
+            readAt += n
+            if readAt == buffer.count { buffer.removeAll(keepingCapacity: true); readAt = 0 }
             lastRead = now
         }
         if let t = app.pollTimeout(), t <= now { app.handleTimeout(now: now) }
         if let s = session, let t = s.pollTimeout(), t <= now { s.handleTimeout(now: now) }
         guard app.state == .connected else { result.dropped = true; break }
-        let idle = buffer.isEmpty && inFlight.isEmpty
+        let idle = unread == 0 && inFlight.isEmpty
         if idle && (session == nil || now > .milliseconds(2000)) && (session?.pollTransmit(now: now).map { c -> Bool in inFlight.append((now + latency, c)); written += c.count; return true } ?? false) == false {
             if session == nil || app.screen == expected || now.since(lastRead) > .milliseconds(5000) { break }
         }
         // Next event: a read after the app's pause, or the next arrival / deadline.
         var next = now + reader.pause()
-        if buffer.isEmpty {
+        if unread == 0 {
             next = [inFlight.first?.at, app.pollTimeout(), session?.pollTimeout()].compactMap { $0 }.min() ?? (now + .milliseconds(10))
             next = max(next, now + Instant.Duration(microseconds: 1))
         }

@@ -112,7 +112,7 @@ public struct ConfigFlag: Sendable {
         for flag in all where !flag.hidden {
             var left = "  --\(flag.name)"
             if let value = flag.value { left += " \(value)" }
-            let pad = max(2, 34 - left.count)  // two spaces at least: deploy/gen-man.sh splits there
+            let pad = max(2, 34 - left.count)  // two spaces at least: deploy/gen-man.sh splits columns on them
             out += left + String(repeating: " ", count: pad) + flag.help + "\n"
         }
         out += "\nCommands:\n"
