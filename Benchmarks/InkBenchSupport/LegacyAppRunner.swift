@@ -81,13 +81,13 @@ public final class LegacyAppRunner {
         public let description: String
     }
 
-    /// An app in client mode connected to 127.0.0.1:`port`.
+    /// An app in client mode connected to 127.0.0.1:`port` (`ipv6`: from and to [::1]).
     @discardableResult
-    public func connect(_ name: String, port: UInt16, configuration: HYWhiteboardApp.Configuration = .init()) throws -> App {
+    public func connect(_ name: String, port: UInt16, ipv6: Bool = false, configuration: HYWhiteboardApp.Configuration = .init()) throws -> App {
         var config = configuration
         config.mode = .client
         let app = App(name: name, configuration: config)
-        app.fd = try LegacyAppRunner.connectLoopback(port: port)
+        app.fd = try LegacyAppRunner.connectLoopback(port: port, ipv6: ipv6)
         apps.append(app)
         app.quietSince = now.microseconds
         app.model.handleConnected(now: now)
@@ -280,20 +280,31 @@ public final class LegacyAppRunner {
         app.listeningPort = UInt16(bigEndian: address.sin_port)
     }
 
-    /// A TCP connection to 127.0.0.1:`port`.
-    public static func connectLoopback(port: UInt16) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    /// A TCP connection to 127.0.0.1:`port`, or [::1]:`port`.
+    public static func connectLoopback(port: UInt16, ipv6: Bool = false) throws -> Int32 {
+        let fd = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SocketError(description: "socket failed") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
-        let rc = withUnsafePointer(to: &address) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        let rc: Int32
+        if ipv6 {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = port.bigEndian
+            withUnsafeMutableBytes(of: &address.sin6_addr) { $0[15] = 1 }
+            rc = withUnsafePointer(to: &address) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        } else {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+            rc = withUnsafePointer(to: &address) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
         }
         guard rc == 0 else {
             Glibc.close(fd)
-            throw SocketError(description: "connect 127.0.0.1:\(port): \(String(cString: strerror(errno)))")
+            throw SocketError(description: "connect \(ipv6 ? "[::1]" : "127.0.0.1"):\(port): \(String(cString: strerror(errno)))")
         }
         return fd
     }
