@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "InkProtocol", targets: ["InkProtocol"]),
         .library(name: "InkRelay", targets: ["InkRelay"]),
         .library(name: "InkClient", targets: ["InkClient"]),
+        .library(name: "InkLegacy", targets: ["InkLegacy"]),
         .executable(name: "inkwired", targets: ["inkwired"]),
         .executable(name: "inkwire", targets: ["inkwire"]),
         .executable(name: "inkwire-sim", targets: ["inkwire-sim"]),
@@ -48,13 +49,14 @@ let package = Package(
         .executableTarget(name: "web-embed"),
         .plugin(name: "EmbedWebAssets", capability: .buildTool(), dependencies: ["web-embed"]),
         .target(name: "InkWebAssets", plugins: ["EmbedWebAssets"]),
+        .target(name: "InkLegacy", dependencies: ["InkCodec", "InkProtocol"]),
 
         // IO and storage.
         .target(name: "InkStore", dependencies: ["InkCodec", "CSQLite"]),
         .target(name: "InkUV", dependencies: ["CLibUV"], swiftSettings: releaseExclusivityUnchecked),
         // The primitives of sealed sessions, from OpenSSL and libsodium (injected into the pure core).
         .target(name: "InkCrypto", dependencies: ["InkProtocol", "CCrypto", "CSodium"], swiftSettings: releaseExclusivityUnchecked),
-        .target(name: "InkDaemon", dependencies: ["InkCodec", "InkProtocol", "InkRelay", "InkStore", "InkUV", "InkVersion", "InkCrypto", "InkWeb", "InkWebAssets", "CCrypto", "CSSL", "CMosquitto"],
+        .target(name: "InkDaemon", dependencies: ["InkCodec", "InkProtocol", "InkRelay", "InkLegacy", "InkStore", "InkUV", "InkVersion", "InkCrypto", "InkWeb", "InkWebAssets", "CCrypto", "CSSL", "CMosquitto"],
                 swiftSettings: releaseExclusivityUnchecked),
 
         // Programs.
@@ -62,10 +64,12 @@ let package = Package(
         .executableTarget(name: "inkwire", dependencies: ["InkCodec", "InkProtocol", "InkUV", "InkDaemon", "InkClient", "InkVersion", "InkCrypto"]),
         .executableTarget(name: "inkwire-sim", dependencies: ["InkSim", "InkProtocol"]),
         .target(name: "MQTTChaos", path: "Benchmarks/MQTTChaos"),
-        .target(name: "InkBenchSupport", dependencies: ["CENet", "InkUV", "InkWeb", "MQTTChaos"], path: "Benchmarks/InkBenchSupport"),
+        // The HYWhiteboard app, written from its source: the fixture of every legacy test.
+        .target(name: "LegacyAppModel", dependencies: ["InkCodec", "InkProtocol", "InkLegacy", "InkRelay", "InkSim"], path: "Benchmarks/LegacyAppModel"),
+        .target(name: "InkBenchSupport", dependencies: ["CENet", "InkUV", "InkWeb", "MQTTChaos", "LegacyAppModel", "InkCodec", "InkProtocol", "InkSim"], path: "Benchmarks/InkBenchSupport"),
         .executableTarget(
             name: "inkwire-bench",
-            dependencies: ["InkCodec", "InkProtocol", "InkSim", "InkUV", "InkDaemon", "CENet", "InkStore", "InkRelay", "InkClient", "InkCrypto", "InkBenchSupport", "MQTTChaos"],
+            dependencies: ["InkCodec", "InkProtocol", "InkSim", "InkUV", "InkDaemon", "CENet", "InkStore", "InkRelay", "InkClient", "InkCrypto", "InkBenchSupport", "MQTTChaos", "InkLegacy", "LegacyAppModel"],
             path: "Benchmarks/inkwire-bench"
         ),
 
@@ -77,7 +81,8 @@ let package = Package(
         .testTarget(name: "InkStoreTests", dependencies: ["InkStore", "InkCodec"]),
         .executableTarget(name: "inkstore-torture", dependencies: ["InkStore"], path: "Tests/InkStoreTorture"),
         .testTarget(name: "InkUVTests", dependencies: ["InkUV"]),
-        .testTarget(name: "InkDaemonTests", dependencies: ["InkDaemon", "InkCodec", "InkProtocol", "InkStore", "InkVersion", "InkCrypto", "InkBenchSupport", "MQTTChaos"]),
+        .testTarget(name: "InkDaemonTests", dependencies: ["InkDaemon", "InkCodec", "InkProtocol", "InkStore", "InkVersion", "InkCrypto", "InkBenchSupport", "MQTTChaos", "LegacyAppModel"]),
+        .testTarget(name: "InkLegacyTests", dependencies: ["InkLegacy", "LegacyAppModel", "InkCodec", "InkProtocol", "InkRelay"]),
         .testTarget(name: "InkClientTests", dependencies: ["InkClient", "InkRelay", "InkCodec", "InkProtocol", "InkCrypto"]),
         .testTarget(name: "PurityTests"),
         .testTarget(name: "InkWebTests", dependencies: ["InkWeb"]),

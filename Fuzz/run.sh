@@ -4,9 +4,10 @@
 #
 # A target is one file Fuzz/targets/NAME.swift defining `@_cdecl("LLVMFuzzerTestOneInput")`.
 # It uses the pure modules' sources (`modules` below) as one module, without an `import` (their
-# imports of each other are dropped in a temporary copy). A target that needs InkRelay (or InkWeb) too says
-# so on a line `// fuzz-modules: InkRelay` (only those targets pay for compiling it). Seeds, if
-# any, live in Fuzz/seeds/NAME/. Run some targets with `Fuzz/run.sh NAME...`. Crash inputs are kept in Fuzz/bin/NAME-crashes/.
+# imports of each other are dropped in a temporary copy). A target that needs InkRelay, InkWeb
+# or InkLegacy too says so on a line `// fuzz-modules: InkRelay` (only those targets pay for
+# compiling it). Seeds, if any, live in Fuzz/seeds/NAME/. Run some targets with
+# `Fuzz/run.sh NAME...`. Crash inputs are kept in Fuzz/bin/NAME-crashes/.
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${FUZZ_SECONDS:-10}"
@@ -15,7 +16,7 @@ else targets=(targets/*.swift); fi
 [ -e "${targets[0]}" ] || { echo "fuzz: no targets yet"; exit 0; }
 mkdir -p bin
 modules=(InkCodec InkProtocol)
-optional=(InkRelay InkWeb)
+optional=(InkRelay InkWeb InkLegacy)
 src="$(mktemp -d)"  # per run, so two runs cannot rewrite each other's sources
 trap 'rm -rf "$src"' EXIT
 all=("${modules[@]}" "${optional[@]}")

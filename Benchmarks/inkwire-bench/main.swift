@@ -16,6 +16,7 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "web" { runWebBe
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "bridge" { runBridgeBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "restart" { runRestartBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "sealing" { runSealingBench(Array(CommandLine.arguments.dropFirst(2))) }
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "legacy" { runLegacyBench(Array(CommandLine.arguments.dropFirst(2))) }
 print("""
     usage: inkwire-bench SUBCOMMAND [OPTIONS]   (one JSON object per line, then a table)
       kcp-experiment  KCP's latency test, Inkwire and real KCP  udp-loopback  raw UDP round trips
@@ -24,7 +25,7 @@ print("""
       enet-relay      the ENet baseline relay                   fanout        relay scale on loopback
       netns-link      packet-level impaired link (root)         loss          packet loss: inkwired, ENet, kcptun
       mqtt-chaos      MQTT proxy: delay, duplicate, burst publishes
-      bridge          N daemons bridged through mosquitto
+      bridge          N daemons bridged through mosquitto       legacy        HYWhiteboard app models: late join, live
       restart         UDP devices offline after a daemon crash and restart
       sealing         bytes sealing adds per datagram and per join; AES-GCM cost
       web             the browser client in headless Chromium: late join, stroke latency

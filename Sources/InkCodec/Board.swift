@@ -15,7 +15,7 @@
 ///   Deleted strokes leave every undo/redo stack; neither is undoable.
 /// - `switchPage`/`room(.presentPage)` to a page that does not exist, and `unknown`, are no-ops.
 /// - Every collection has a bound below; input past a bound is dropped, deterministically.
-public struct Board: Sendable {
+public struct Board: Sendable, Hashable {
     /// Strokes kept at once; points that would start more are dropped.
     public static let maxStrokes = 1 << 20
     /// Points kept per stroke; later points of a full stroke are dropped.

@@ -4,8 +4,8 @@ extension LegacyMessage {
     /// The legacy message a legacy author would have sent for `command`, or nil when legacy has
     /// no such message (erase, pages, room commands, unknown kinds). Undo and redo lose their
     /// target: exact for commands made by `LegacyTranslator.command(from:)`, which is what
-    /// traces and `inkwire codec` need. To show other authors' commands to an app, use
-    /// `LegacyTranslator.messages(for:author:)` instead.
+    /// traces, `inkwire codec` and `inkwire watch` need. What a connected app must receive
+    /// for other authors' commands is `LegacySession`'s to decide (InkLegacy).
     public init?(transcribing command: Command) {
         switch command {
         case .point(let p): self = .point(tool: p.tool, x: p.x, y: p.y, phase: p.phase)

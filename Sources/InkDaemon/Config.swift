@@ -20,6 +20,9 @@ public struct DaemonLimits: Sendable, Equatable {
     /// The app's own heartbeat interval and silent-peer timeout.
     public var legacyHeartbeatMs: UInt64 = 3000
     public var legacyTimeoutMs: UInt64 = 9000
+    /// How long after a legacy app connects nothing but heartbeats is sent (its whiteboard
+    /// screen must be up to take data; see `LegacySessionConfiguration.screenWait`).
+    public var legacyScreenWaitMs: UInt64 = 1000
     /// Ceiling of an accepted TCP stream's retransmission timeout, ms (0: the kernel's 120 s);
     /// see `TCPRetransmitPolicy`. Needs Linux 6.15+. The ARQ's own probe-timeout ceiling.
     public var tcpRetransmitCeilingMs = UInt32(ARQConfiguration().maxRTO.microseconds / 1000)
@@ -32,7 +35,8 @@ public struct DaemonLimits: Sendable, Equatable {
     public init() {}
 }
 
-/// One `--legacy HOST:PORT=ROOM` listener.
+/// One `--legacy HOST:PORT=ROOM` listener, or one `--legacy-connect HOST:PORT=ROOM` app in
+/// server mode that inkwired connects to.
 public struct LegacyBinding: Sendable, Equatable {
     public var address: SocketAddress
     public var room: String
@@ -49,6 +53,8 @@ public struct DaemonConfig: Sendable, Equatable {
     public var udp: [SocketAddress] = [SocketAddress("[::]:\(ConfigFlag.defaultPort)")!]
     public var tcp: [SocketAddress] = [SocketAddress("[::]:\(ConfigFlag.defaultPort)")!]
     public var legacy: [LegacyBinding] = []
+    /// `--legacy-connect`: apps in server mode inkwired connects to (and again, with backoff).
+    public var legacyConnect: [LegacyBinding] = []
     public var dataDir = ConfigFlag.defaultDataDir
     public var durability = Durability.batch
     public var retain = Retention.board
@@ -220,6 +226,10 @@ extension DaemonConfig {
             config.legacy = []
             for text in list { try addLegacyListener(text, to: &config.legacy) }
         }
+        if let list = values["legacy-connect"] {
+            config.legacyConnect = []
+            for text in list { config.legacyConnect.append(try legacyBinding(text, flag: "legacy-connect")) }
+        }
         if let dir = one("data-dir") {
             guard !dir.isEmpty else { throw ConfigError("--data-dir must not be empty") }
             config.dataDir = dir
@@ -278,6 +288,7 @@ extension DaemonConfig {
         limits.legacyTimeoutMs = UInt64(try number(one("legacy-timeout-ms"), "legacy-timeout-ms", 10...3_600_000, Int(limits.legacyTimeoutMs)))
         limits.webIdleMs = UInt64(try number(one("web-idle-ms"), "web-idle-ms", 10...3_600_000, Int(limits.webIdleMs)))
         limits.maxWebConnections = try number(one("max-web-connections"), "max-web-connections", 1...100_000, limits.maxWebConnections)
+        limits.legacyScreenWaitMs = UInt64(try number(one("legacy-screen-wait-ms"), "legacy-screen-wait-ms", 0...60_000, Int(limits.legacyScreenWaitMs)))
         limits.tcpRetransmitCeilingMs = UInt32(try number(one("tcp-rto-max-ms"), "tcp-rto-max-ms", 0...Int(tcpKernelRetransmitCeilingMs), Int(limits.tcpRetransmitCeilingMs)))
         config.limits = limits
         return config
@@ -322,10 +333,10 @@ extension DaemonConfig {
             return
         }
         guard let equals = text.firstIndex(of: "="), let at = text[equals...].lastIndex(of: "@") else {
-            bindings.append(try legacyBinding(text))
+            bindings.append(try legacyBinding(text, flag: "legacy"))
             return
         }
-        var binding = try legacyBinding(String(text[..<at]))
+        var binding = try legacyBinding(String(text[..<at]), flag: "legacy")
         binding.networks = try legacyNetworks(text[text.index(after: at)...], whole: text)
         bindings.append(binding)
     }
@@ -344,14 +355,19 @@ extension DaemonConfig {
         return networks
     }
 
-    private static func legacyBinding(_ text: String) throws(ConfigError) -> LegacyBinding {
-        guard let equals = text.firstIndex(of: "=") else { throw ConfigError("--legacy '\(text)': expected HOST:PORT=ROOM[@CIDR,CIDR...]") }
+    /// `HOST:PORT=ROOM` of `--legacy` (before any `@CIDR`) or `--legacy-connect`.
+    private static func legacyBinding(_ text: String, flag: String) throws(ConfigError) -> LegacyBinding {
+        guard let equals = text.firstIndex(of: "=") else {
+            throw ConfigError("--\(flag) '\(text)': expected HOST:PORT=ROOM" + (flag == "legacy" ? "[@CIDR,CIDR...]" : ""))
+        }
         let room = String(text[text.index(after: equals)...])
         guard !room.isEmpty, room.utf8.count <= maxRoomNameBytes,
               room.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }) else {
-            throw ConfigError("--legacy '\(text)': ROOM must be 1 to \(maxRoomNameBytes) bytes without control characters")
+            throw ConfigError("--\(flag) '\(text)': ROOM must be 1 to \(maxRoomNameBytes) bytes without control characters")
         }
-        return LegacyBinding(address: try address(String(text[..<equals]), flag: "legacy"), room: room)
+        let target = try address(String(text[..<equals]), flag: flag)
+        if flag == "legacy-connect" && target.port == 0 { throw ConfigError("--legacy-connect '\(text)': the app's PORT is needed") }
+        return LegacyBinding(address: target, room: room)
     }
 }
 

@@ -40,7 +40,8 @@ public struct ConfigFlag: Sendable {
     public static let all: [ConfigFlag] = [
         ConfigFlag("udp", "HOST:PORT", "native UDP (ARQ) listener; port 0 picks one; 'off' disables (default \(defaultUDP), IPv4 and IPv6)", repeatable: true),
         ConfigFlag("tcp", "HOST:PORT", "native TCP listener (length-prefixed frames); 'off' disables (default \(defaultTCP))", repeatable: true),
-        ConfigFlag("legacy", "HOST:PORT=ROOM[@CIDRS]", "HYWhiteboard listener whose devices join ROOM; with @CIDR,CIDR... only devices from those networks (IPv4, IPv6), others refused at accept (default none; legacy apps cannot encrypt)", repeatable: true),
+        ConfigFlag("legacy", "HOST:PORT=ROOM[@CIDRS]", "HYWhiteboard listener whose devices join ROOM (apps in client mode type this host's IP and PORT); with @CIDR,CIDR... only devices from those networks (IPv4, IPv6), others refused at accept (default none; legacy apps cannot encrypt)", repeatable: true),
+        ConfigFlag("legacy-connect", "HOST:PORT=ROOM", "connect to a HYWhiteboard app in server mode at HOST:PORT (the IP and port it shows), into ROOM; again with backoff when it goes (default none)", repeatable: true),
         ConfigFlag("data-dir", "DIR", "room history directory, SQLite (default \(defaultDataDir))"),
         ConfigFlag("durability", "MODE", "always | batch | off: when a batch counts as durable (default batch)"),
         ConfigFlag("retain", "WHAT", "full | board: keep every batch, or compact to the board (default board)"),
@@ -79,6 +80,7 @@ public struct ConfigFlag: Sendable {
         // Test knobs: legacy timing (the app's own values are 3 s and 9 s).
         ConfigFlag("legacy-heartbeat-ms", "MS", "legacy heartbeat interval", reloadable: true, hidden: true),
         ConfigFlag("legacy-timeout-ms", "MS", "legacy silent-peer timeout", reloadable: true, hidden: true),
+        ConfigFlag("legacy-screen-wait-ms", "MS", "legacy: heartbeats only for this long after connecting (default 1000)", reloadable: true, hidden: true),
         // Test knob: how long a WebSocket may be silent before a ping (twice: closed).
         ConfigFlag("web-idle-ms", "MS", "web socket silence before a ping", reloadable: true, hidden: true),
         // Test knob: the room log's backlog bound in writes (default 65536), to reach it quickly.
@@ -110,7 +112,7 @@ public struct ConfigFlag: Sendable {
         for flag in all where !flag.hidden {
             var left = "  --\(flag.name)"
             if let value = flag.value { left += " \(value)" }
-            let pad = max(2, 34 - left.count)  // two spaces at least: deploy/gen-man.sh splits there
+            let pad = max(2, 34 - left.count)  // two spaces at least: deploy/gen-man.sh splits columns on them
             out += left + String(repeating: " ", count: pad) + flag.help + "\n"
         }
         out += "\nCommands:\n"

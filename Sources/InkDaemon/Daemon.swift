@@ -38,6 +38,7 @@ public final class Daemon {
     /// Handshakes per second, all sources (`--max-handshakes-per-second`).
     var handshakes: RateBudget
     var legacyListeners: [LegacyListener] = []
+    var legacyConnectors: [LegacyConnector] = []
     var udp: [UDPTransport] = []
     var tcp: [TCPTransport] = []
     var metricsServer: MetricsServer?
@@ -169,6 +170,14 @@ public final class Daemon {
             logger.notice("no --token-secret-file: rooms are open, joins need no token")
         }
         bridge?.start()
+        do {
+            for binding in config.legacyConnect {
+                legacyConnectors.append(try LegacyConnector(target: binding.address, room: binding.room, context: legacyContext))
+            }
+        } catch {
+            throw ConfigError("legacy connector: \(error)")
+        }
+        for connector in legacyConnectors { connector.start() }
         logReady()
         notifier.ready(status: statusText())
         resetPreviousSessions()
@@ -204,6 +213,7 @@ public final class Daemon {
     func logReady() {
         func joined(_ list: [String]) -> String { list.isEmpty ? "off" : list.joined(separator: ",") }
         let legacy = legacyListeners.compactMap { listener in listener.localAddress.map { "\($0)=\(listener.room)" } }
+        let connect = legacyConnectors.map { "\($0.target)=\($0.room)" }
         // The ready line is the daemon's contract with scripts and tests: never filtered out.
         let level = logger.level
         logger.level = .debug
@@ -212,6 +222,7 @@ public final class Daemon {
             "udp": joined(udp.compactMap { $0.localAddress?.description }),
             "tcp": joined(tcp.compactMap { $0.localAddress?.description }),
             "legacy": joined(legacy),
+            "legacy_connect": joined(connect),
             "metrics": metricsServer?.localAddress?.description ?? "off",
             "web": joined(web.compactMap { $0.localAddress?.description }),
             "bridge_id": bridge?.core.configuration.daemonID ?? "off",

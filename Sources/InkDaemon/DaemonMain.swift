@@ -70,7 +70,7 @@ public enum DaemonMain {
                 printError("inkwired: \(error)")
                 return configErrorExitCode
             }
-            print("inkwired: configuration ok (udp \(list(config.udp)), tcp \(list(config.tcp)), legacy \(config.legacy.isEmpty ? "off" : config.legacy.map { "\($0.address)=\($0.room)" + ($0.networks.isEmpty ? "" : "@" + $0.networks.map(\.description).joined(separator: ",")) }.joined(separator: " ")), data-dir \(config.dataDir), tokens \(config.tokenSecretFile == nil ? "open" : "required"))")
+            print("inkwired: configuration ok (udp \(list(config.udp)), tcp \(list(config.tcp)), legacy \(config.legacy.isEmpty ? "off" : config.legacy.map { "\($0.address)=\($0.room)" + ($0.networks.isEmpty ? "" : "@" + $0.networks.map(\.description).joined(separator: ",")) }.joined(separator: " ")), legacy-connect \(config.legacyConnect.isEmpty ? "off" : config.legacyConnect.map { "\($0.address)=\($0.room)" }.joined(separator: " ")), data-dir \(config.dataDir), tokens \(config.tokenSecretFile == nil ? "open" : "required"))")
             return 0
         }
         let logger = Logger(level: config.logLevel, environment: environment)

@@ -1,16 +1,18 @@
+import InkLegacy
+import InkProtocol
 import InkUV
 
-/// One `--legacy HOST:PORT=ROOM` listener: every HYWhiteboard app that connects joins `room`
-/// as a new author (see `LegacyPeer`). With `@CIDR,...` only apps from those networks do; any
-/// other connection is closed at accept, counted and logged (`LegacyRefusalLog`).
+/// One `--legacy HOST:PORT=ROOM` listener: every HYWhiteboard app that connects (the app in
+/// client mode, its user typed `IP PORT`) joins `room` as a new author (see `LegacyPeer`).
+/// With `@CIDR,...` only apps from those networks do; any other connection is closed at
+/// accept, counted and logged (`LegacyRefusalLog`).
 final class LegacyListener {
     let room: String
     let listener: TCPListener
     /// The networks admitted; empty: every address.
     let networks: [AddressPrefix]
     private let context: LegacyContext
-    private var peers: [ObjectIdentifier: LegacyPeer] = [:]
-    private var nextPeerNumber: UInt64 = 1
+    private var peers = LegacyPeers()
 
     init(listener: TCPListener, room: String, networks: [AddressPrefix] = [], context: LegacyContext) throws(UVError) {
         self.listener = listener
@@ -32,13 +34,7 @@ final class LegacyListener {
         guard admits(connection) else { return }
         context.metrics.connectionsAccepted.labels("legacy").increment()
         context.tcpRetransmitPolicy.apply(to: connection)
-        let number = nextPeerNumber
-        nextPeerNumber += 1
-        let peer = LegacyPeer(connection: connection, room: room, number: number, context: context) { [weak self] peer in
-            self?.peers[ObjectIdentifier(peer)] = nil
-        }
-        peers[ObjectIdentifier(peer)] = peer
-        peer.start()
+        peers.start(connection, room: room, context: context)
     }
 
     /// Whether the device's address is in `networks`; a refused connection is closed here.
@@ -62,7 +58,25 @@ final class LegacyListener {
     /// Stops accepting new devices (shutdown); connected ones stay until `closePeers`.
     func stopAccepting() { listener.close() }
 
-    func closePeers(reason: String) {
+    func closePeers(reason: String) { peers.closeAll(reason: reason) }
+}
+
+/// The connected apps of one listener or connector.
+final class LegacyPeers {
+    private var peers: [ObjectIdentifier: LegacyPeer] = [:]
+    var count: Int { peers.count }
+
+    /// Starts a peer on `connection`; `closed` runs when it goes.
+    func start(_ connection: TCPConnection, room: String, context: LegacyContext, closed: @escaping () -> Void = {}) {
+        let peer = LegacyPeer(connection: connection, room: room, number: context.nextPeerNumber(), context: context) { [weak self] peer in
+            self?.peers[ObjectIdentifier(peer)] = nil
+            closed()
+        }
+        peers[ObjectIdentifier(peer)] = peer
+        peer.start()
+    }
+
+    func closeAll(reason: String) {
         for peer in Array(peers.values) { peer.close(reason: reason) }
     }
 }
@@ -74,13 +88,13 @@ final class LegacyContext {
     let logger: Logger
     let metrics: DaemonMetrics
     let tcpRetransmitPolicy: TCPRetransmitPolicy
-    var heartbeatMicroseconds: UInt64
-    var timeoutMicroseconds: UInt64
+    var sessionConfiguration: LegacySessionConfiguration
     /// High bits of every legacy peer's producer id, random per daemon start, so batches of a
     /// connection after a restart never look like duplicates of an earlier one.
     let originBase: UInt64
     /// When each refused address was last logged (all listeners).
     let refusals = LegacyRefusalLog()
+    private var peerNumber: UInt64 = 0
 
     init(loop: EventLoop, driver: RelayDriver, logger: Logger, metrics: DaemonMetrics, limits: DaemonLimits,
          tcpRetransmitPolicy: TCPRetransmitPolicy) {
@@ -89,13 +103,26 @@ final class LegacyContext {
         self.driver = driver
         self.logger = logger
         self.metrics = metrics
-        heartbeatMicroseconds = limits.legacyHeartbeatMs * 1000
-        timeoutMicroseconds = limits.legacyTimeoutMs * 1000
+        sessionConfiguration = LegacyContext.configuration(limits, wallClockAtZeroMs: WallClock.milliseconds() &- loop.now / 1000)
         originBase = UInt64(UInt32.random(in: 1...UInt32.max)) << 32
     }
 
+    /// Numbers the legacy connections of this daemon run (their user names and producer ids).
+    func nextPeerNumber() -> UInt64 {
+        peerNumber += 1
+        return peerNumber
+    }
+
     func apply(_ limits: DaemonLimits) {
-        heartbeatMicroseconds = limits.legacyHeartbeatMs * 1000
-        timeoutMicroseconds = limits.legacyTimeoutMs * 1000
+        sessionConfiguration = LegacyContext.configuration(limits, wallClockAtZeroMs: sessionConfiguration.wallClockAtZeroMs)
+    }
+
+    static func configuration(_ limits: DaemonLimits, wallClockAtZeroMs: UInt64) -> LegacySessionConfiguration {
+        var c = LegacySessionConfiguration()
+        c.heartbeatInterval = .milliseconds(limits.legacyHeartbeatMs)
+        c.silenceTimeout = .milliseconds(limits.legacyTimeoutMs)
+        c.screenWait = .milliseconds(limits.legacyScreenWaitMs)
+        c.wallClockAtZeroMs = wallClockAtZeroMs
+        return c
     }
 }

@@ -1,42 +1,40 @@
 import InkCodec
+import InkLegacy
 import InkProtocol
 import InkRelay
 import InkUV
 
-/// One connected HYWhiteboard app (docs/legacy-hywhiteboard.md), a relay member like any other.
+/// One connected HYWhiteboard app: moves bytes between its TCP connection and its
+/// `LegacySession` (which decides everything the app sees and the room gets), and between the
+/// session and the relay. The app connected to us (`--legacy`) or we to it (`--legacy-connect`).
 ///
-/// - Framing: `LegacyFrameDecoder` over every read; a broken stream closes this peer only.
-/// - Heartbeats: `27 11` every `heartbeatMicroseconds`; a peer that sends no heartbeat for
-///   `timeoutMicroseconds` is dropped (data frames do not count, as in the app).
-/// - Inbound: the daemon joins the listener's room for the app (as a presenter named
-///   `legacy-N@ADDRESS`); the text messages of one read become one batch.
-/// - Outbound: sync chunks and live batches of other authors go through its `LegacyTranslator`;
-///   when the translator cannot express a change it repaints the app from this peer's own fold
-///   of what it was sent. A snapshot sync starts with a clear, so on connect the app shows
-///   exactly the room's board.
+/// Writes are the session's 1030-byte chunks, each sent as one TCP segment (`sendRecord`), and
+/// only while the kernel can send it at once: a chunk is built for the instant it is sent.
 final class LegacyPeer: RelaySessionTransport {
     let connection: TCPConnection
     let room: String
     let number: UInt64
     private let context: LegacyContext
     private let onClosed: (LegacyPeer) -> Void
-    private var decoder = LegacyFrameDecoder()
-    private var translator: LegacyTranslator?
-    /// What the app has been sent and drawn, folded: the source of a repaint.
-    private var board = Board()
-    private var liveCodec = BinaryCodecState()
-    private var session: SessionID?
+    private var session: LegacySession!
+    private var relaySession: SessionID?
     private var timer: LoopTimer?
-    private var lastHeartbeatHeard: UInt64 = 0
-    private var nextHeartbeatSend: UInt64 = 0
     private var originSeq: UInt64 = 0
     private var remote = "?"
     private var closed = false
     private var counted = false
-    /// The relay was told to hold back (the app reads slower than the room draws).
-    private var blocked = false
-    /// Queued bytes above which the relay holds back this device (it resyncs it later).
-    static let backpressureHighBytes = 1 << 20
+    /// The kernel could not take a chunk: try again at this instant (backing off while it cannot).
+    private var retryAt: UInt64?
+    private var retryDelay: UInt64 = LegacyPeer.firstRetryMicroseconds
+    private var reported = LegacySessionStats()
+
+    /// Unacknowledged bytes kept in the kernel at most (six chunks): the send buffer always has
+    /// room for a whole chunk, and what the app has not yet read stays small.
+    static let maxOutstandingBytes = 6 * LegacySessionLimits.chunkBytes
+    /// The socket's send buffer (the kernel doubles it): far above `maxOutstandingBytes`.
+    static let sendBufferBytes = 64 * 1024
+    static let firstRetryMicroseconds: UInt64 = 2_000
+    static let maxRetryMicroseconds: UInt64 = 50_000
 
     init(connection: TCPConnection, room: String, number: UInt64, context: LegacyContext, onClosed: @escaping (LegacyPeer) -> Void) {
         self.connection = connection
@@ -47,13 +45,17 @@ final class LegacyPeer: RelaySessionTransport {
     }
 
     private var origin: UInt64 { context.originBase | number }
+    private var now: Instant { Instant(microseconds: context.loop.now) }
 
     func start() {
         remote = connection.remoteAddress?.description ?? "?"
         try? connection.setNoDelay(true)
-        let now = context.loop.now
-        lastHeartbeatHeard = now
-        nextHeartbeatSend = now + context.heartbeatMicroseconds
+        try? connection.setSendBuffer(bytes: LegacyPeer.sendBufferBytes)
+        if let mss = connection.maximumSegmentBytes, mss < LegacySessionLimits.chunkBytes {
+            context.logger.warning("legacy device's path carries segments smaller than the app's reads: its reader may break",
+                                   ["remote": remote, "mss": mss])
+        }
+        session = LegacySession(configuration: context.sessionConfiguration, now: now)
         do {
             timer = try LoopTimer(loop: context.loop)
             try connection.startReading({ [weak self] bytes in self?.received(bytes) },
@@ -63,191 +65,131 @@ final class LegacyPeer: RelaySessionTransport {
             return
         }
         connection.onError = { [weak self] error in self?.close(reason: "write failed: \(error)") }
-        connection.onDrain = { [weak self] in
-            guard let self, self.blocked, let session = self.session else { return }
-            self.blocked = false
-            self.context.driver.ready(session)
-        }
+        connection.onDrain = { [weak self] in self?.pump() }
         context.metrics.sessions.labels("legacy").add(1)
         counted = true
-        let session = context.driver.open(self, kind: .legacy)
-        self.session = session
+        let id = context.driver.open(self, kind: .legacy)
+        relaySession = id
         guard !closed else { return }
         context.driver.authorizer.trust(origin)
         // User names carry no ':' (the relay's author label separator).
         let user = "legacy-\(number)@" + String(remote.map { $0 == ":" ? "_" : $0 })
-        let join = JoinRequest(room: room, user: user, role: .presenter, origin: origin, have: .nothing)
-        context.driver.handle(.join(join), from: session)
+        context.driver.handle(.join(JoinRequest(room: room, user: user, role: .presenter, origin: origin, have: .nothing)), from: id)
         context.driver.authorizer.forget(origin)
-        armTimer()
+        pump()
     }
 
-    // MARK: inbound
+    // MARK: inputs
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
         guard !closed else { return }
         context.metrics.bytesReceived.labels("legacy").increment(by: UInt64(bytes.count))
-        var commands: [TimedCommand] = []
-        let nowMs = WallClock.milliseconds()
-        do {
-            try decoder.handleBytes(bytes)
-            while let frame = try decoder.pollFrame() {
-                switch frame {
-                case .heartbeat:
-                    lastHeartbeatHeard = context.loop.now
-                case .data(let command, let payload) where command == LegacyFrame.textCommand:
-                    guard var translator else { continue }  // not joined (yet): nothing to draw as
-                    do {
-                        let message = try LegacyMessage(parsing: payload[...])
-                        commands.append(translator.timedCommand(from: message, timeMs: nowMs))
-                        self.translator = translator
-                        context.metrics.legacyMessages.labels("in").increment()
-                        if commands.count == Batch.maxCommands {
-                            submit(commands)
-                            commands = []
-                        }
-                    } catch {
-                        // The app logs and ignores what it cannot read; so do we.
-                        context.metrics.errors(kind: "legacy_message").increment()
-                        context.logger.debug("legacy message skipped", ["remote": remote, "error": error])
-                    }
-                case .data:
-                    context.metrics.errors(kind: "legacy_command").increment()  // image upload etc.: not relayed
-                }
-            }
-        } catch {
-            submit(commands)
-            context.metrics.errors(kind: "legacy_frame").increment()
-            close(reason: "bad frame: \(error)")
-            return
-        }
-        submit(commands)
+        session.handleBytes(bytes, now: now)
+        pump()
     }
 
-    private func submit(_ commands: [TimedCommand]) {
-        guard !commands.isEmpty, !closed, let session, let author = translator?.author else { return }
-        let batch = Batch(author: author, commands: commands)
-        var state = BinaryCodecState()
-        guard let payload = try? BinaryBatchCodec.encode(batch, state: &state, selfContained: true) else {
-            context.metrics.errors(kind: "encode").increment()
-            return
+    func deliver(legacy delivery: LegacyDelivery) {
+        guard !closed else { return }
+        switch delivery {
+        case .joined(let author, let role, let board, _):
+            session.handleJoined(author: author, board: board, now: now)
+            context.logger.info("legacy device joined", ["room": room, "remote": remote, "author": author.rawValue, "role": role])
+        case .batch(_, let author, let commands, let own):
+            session.handleRoomBatch(author: author, commands: commands, own: own, now: now)
         }
-        board.apply(batch)
-        originSeq += 1
-        context.driver.handle(.batch(originSeq: originSeq, payload: payload), from: session)
+        pump()
     }
-
-    // MARK: outbound
 
     var linkStatus: LinkStatus { LinkStatus(address: connection.remoteAddress, tcp: connection.info) }
 
     func deliver(_ message: ServerMessage, encoder: inout SharedMessageEncoder) {
         guard !closed else { return }
         switch message {
-        case .joinAccepted(let member, let role, _, _):
-            translator = LegacyTranslator(author: member)
-            context.logger.info("legacy device joined", ["room": room, "remote": remote, "author": member.rawValue, "role": role])
         case .joinRefused(let reason, let text):
             context.logger.warning("legacy device refused", ["room": room, "remote": remote, "reason": "\(reason)", "text": text])
-        case .syncBegin(let begin):
-            if begin.mode == .snapshot {
-                board = Board()
-                if begin.throughRoomSeq > 0, var translator {
-                    send(translator.redraw(board))
-                    self.translator = translator
-                }
-            }
-        case .syncChunk(let syncID, let index, let items):
-            for item in items {
-                var fresh = BinaryCodecState()
-                guard let batch = try? BinaryBatchCodec.decode(item.payload, state: &fresh) else {
-                    context.metrics.errors(kind: "sync_decode").increment()
-                    continue
-                }
-                show(Batch(author: item.author, commands: batch.commands))
-            }
-            if let session { context.driver.handle(.syncAck(syncID: syncID, chunk: index), from: session) }
-        case .roomBatch(let roomBatch):
-            guard let batch = try? BinaryBatchCodec.decode(roomBatch.payload, state: &liveCodec) else {
-                context.metrics.errors(kind: "live_decode").increment()
-                return
-            }
-            show(Batch(author: roomBatch.author, commands: batch.commands))
+            close(reason: "join refused: \(text)")
         case .error(let code, _, let text):
-            if code == .historyFull || code == .storageUnavailable {
-                // The app has no way to hear a refusal: close, so its user sees the link drop
-                // rather than strokes that nobody else gets.
-                context.logger.warning("legacy device closed: its batch was refused by the room log", ["room": room, "remote": remote, "code": "\(code)", "text": text])
-                close(reason: "batch refused: \(text)")
-                return
-            }
-            context.logger.debug("legacy batch refused", ["remote": remote, "code": "\(code)", "text": text])
-        case .batchAck, .member, .syncDone, .goingAway, .unknown:
+            // The app cannot hear a refusal, and keeps showing what the room did not take:
+            // close, so its user sees the link drop rather than strokes nobody else has.
+            context.logger.warning("legacy device closed: its batch was refused by the room log", ["room": room, "remote": remote, "code": "\(code)", "text": text])
+            close(reason: "batch refused: \(text)")
+        case .joinAccepted, .roomBatch, .batchAck, .member, .syncBegin, .syncChunk, .syncDone, .goingAway, .unknown:
             break
         }
     }
 
-    /// Another author's batch: fold it, translate it for the app.
-    private func show(_ batch: Batch) {
-        guard var translator else { return }
-        board.apply(batch)
-        var messages: [LegacyMessage] = []
-        for timed in batch.commands {
-            messages.append(contentsOf: translator.messages(for: timed.command, author: batch.author))
-        }
-        if translator.needsRedraw { messages.append(contentsOf: translator.redraw(board)) }
-        self.translator = translator
-        send(messages)
-    }
-
     func relayClosed(_ reason: GoingAwayReason) {
-        session = nil
+        relaySession = nil
         close(reason: "relay closed the session: \(reason)")
-    }
-
-    private func send(_ messages: [LegacyMessage]) {
-        guard !messages.isEmpty else { return }
-        var bytes: [UInt8] = []
-        for message in messages { LegacyFrame.text(message).append(to: &bytes) }
-        context.metrics.legacyMessages.labels("out").increment(by: UInt64(messages.count))
-        write(bytes)
-    }
-
-    private func write(_ bytes: [UInt8]) {
-        guard !closed else { return }
-        do {
-            let queued = try connection.write(bytes)
-            context.metrics.bytesSent.labels("legacy").increment(by: UInt64(bytes.count))
-            if !blocked && queued > LegacyPeer.backpressureHighBytes, let session {
-                blocked = true
-                context.driver.backpressure(session)
-            }
-        } catch {
-            close(reason: error.code == UVError.noBufferSpace ? "device too slow (write queue full)" : "write failed: \(error)")
-        }
-    }
-
-    // MARK: timing
-
-    private func armTimer() {
-        guard !closed, let timer else { return }
-        let deadline = min(nextHeartbeatSend, lastHeartbeatHeard + context.timeoutMicroseconds)
-        timer.start(atMicroseconds: deadline) { [weak self] in self?.timerFired() }
     }
 
     private func timerFired() {
         guard !closed else { return }
-        let now = context.loop.now
-        if now >= lastHeartbeatHeard + context.timeoutMicroseconds {
-            context.metrics.errors(kind: "legacy_timeout").increment()
-            close(reason: "no heartbeat for \(context.timeoutMicroseconds / 1000) ms")
-            return
+        retryAt = nil
+        session.handleTimeout(now: now)
+        pump()
+    }
+
+    // MARK: outputs
+
+    /// Acts on what the session decided: its commands to the room, its chunks to the app.
+    private func pump() {
+        guard !closed else { return }
+        while let event = session.pollEvent() {
+            switch event {
+            case .submit(let commands):
+                guard let relaySession else { continue }
+                originSeq += 1
+                context.metrics.legacyMessages.labels("in").increment(by: UInt64(commands.count))
+                context.driver.legacyCommands(commands, originSeq: originSeq, from: relaySession)
+                if closed { return }
+            case .close(let reason):
+                if case .silent = reason { context.metrics.errors(kind: "legacy_timeout").increment() } else { context.metrics.errors(kind: "legacy_frame").increment() }
+                close(reason: reason.description)
+                return
+            }
         }
-        if now >= nextHeartbeatSend {
-            write(LegacyFrame.heartbeat.bytes)
-            nextHeartbeatSend = now + context.heartbeatMicroseconds
-        }
+        writeChunks()
+        countStats()
         armTimer()
+    }
+
+    private func writeChunks() {
+        while true {
+            guard connection.canSendRecord(LegacySessionLimits.chunkBytes, maxOutstanding: LegacyPeer.maxOutstandingBytes) else {
+                // Acknowledgements (or the app reading) will make room: look again shortly.
+                retryAt = context.loop.now + retryDelay
+                retryDelay = min(retryDelay * 2, LegacyPeer.maxRetryMicroseconds)
+                return
+            }
+            retryDelay = LegacyPeer.firstRetryMicroseconds
+            guard let chunk = session.pollTransmit(now: now) else { return }
+            do {
+                let sent = try connection.sendRecord(chunk)
+                if sent < chunk.count { context.metrics.errors(kind: "legacy_split_write").increment() }
+                context.metrics.bytesSent.labels("legacy").increment(by: UInt64(chunk.count))
+            } catch {
+                close(reason: "write failed: \(error)")
+                return
+            }
+        }
+    }
+
+    private func countStats() {
+        let s = session.stats
+        context.metrics.legacyMessages.labels("out").increment(by: UInt64(s.messagesOut - reported.messagesOut))
+        if s.skippedIn > reported.skippedIn { context.metrics.errors(kind: "legacy_message").increment(by: UInt64(s.skippedIn - reported.skippedIn)) }
+        if s.repaints > reported.repaints { context.metrics.errors(kind: "legacy_repaint").increment(by: UInt64(s.repaints - reported.repaints)) }
+        if s.drifts > reported.drifts { context.metrics.errors(kind: "legacy_drift").increment(by: UInt64(s.drifts - reported.drifts)) }
+        reported = s
+    }
+
+    private func armTimer() {
+        guard !closed, let timer else { return }
+        var deadline = session.pollTimeout()?.microseconds
+        if let retry = retryAt, deadline == nil || retry < deadline! { deadline = retry }
+        guard let deadline else { timer.stop(); return }
+        timer.start(atMicroseconds: deadline) { [weak self] in self?.timerFired() }
     }
 
     // MARK: close
@@ -260,9 +202,9 @@ final class LegacyPeer: RelaySessionTransport {
         connection.close()
         if counted { context.metrics.sessions.labels("legacy").add(-1) }
         context.logger.info("legacy device left", ["room": room, "remote": remote, "reason": reason])
-        if let session {
-            self.session = nil
-            context.driver.transportClosed(session)
+        if let relaySession {
+            self.relaySession = nil
+            context.driver.transportClosed(relaySession)
         }
         onClosed(self)
     }

@@ -15,6 +15,8 @@ protocol RelaySessionTransport: AnyObject {
     func relayClosed(_ reason: GoingAwayReason)
     /// Where the device is and how its link fares, for the status page.
     var linkStatus: LinkStatus { get }
+    /// What a legacy session gets instead of encoded messages (only legacy transports).
+    func deliver(legacy delivery: LegacyDelivery)
 }
 
 /// A member's link as the status page shows it.
@@ -37,6 +39,10 @@ extension LinkStatus {
             lossPercent = info.retransmittedPercent
         }
     }
+}
+
+extension RelaySessionTransport {
+    func deliver(legacy delivery: LegacyDelivery) {}
 }
 
 /// Drives the sans-IO `Relay` from the loop: feeds it inputs with `now`, then acts on every
@@ -191,6 +197,12 @@ final class RelayDriver {
         drain()
     }
 
+    /// A legacy session's commands for its room (model commands: no binary codec on the way).
+    func legacyCommands(_ commands: [TimedCommand], originSeq: UInt64, from session: SessionID) {
+        relay.handleLegacyCommands(commands, originSeq: originSeq, from: session, now: now)
+        drain()
+    }
+
     /// The transport ended on its own (peer gone, timeout, error).
     func transportClosed(_ session: SessionID) {
         guard transports.removeValue(forKey: session) != nil else { return }
@@ -239,6 +251,8 @@ final class RelayDriver {
             switch output {
             case .send(let session, let message):
                 transports[session]?.deliver(message, encoder: &encoder)
+            case .legacy(let session, let delivery):
+                transports[session]?.deliver(legacy: delivery)
             case .append(let record):
                 append(record)
                 bridge?.relayAppended(record)

@@ -60,6 +60,8 @@ final class MemberState {
     var nextSyncID: UInt32 = 1
     /// Codec state of the daemon -> device direction for `roomBatch` payloads.
     var outbound = BinaryCodecState()
+    /// A legacy app: it gets `LegacyDelivery`s (the board, then every batch, its own too).
+    var isLegacy = false
     /// Codec state of the device -> daemon direction for `batch` payloads.
     var inbound = BinaryCodecState()
 

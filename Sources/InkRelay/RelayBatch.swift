@@ -23,13 +23,33 @@ extension Relay {
             refuse(session, .malformedBatch, originSeq: originSeq, text: "undecodable batch: \(error)")
             return
         }
+        admit(decoded.commands, originSeq: originSeq, member: m, from: session, now: now)
+    }
+
+    /// A legacy session's commands, already in the model (its app's text never went through
+    /// the binary codec; the room log gets the canonical encoding as for any batch).
+    public func handleLegacyCommands(_ commands: [TimedCommand], originSeq: UInt64, from session: SessionID, now: Instant) {
+        guard let m = sessions[session]?.member else {
+            refuse(session, .notJoined, originSeq: originSeq, text: "join a room first")
+            return
+        }
+        guard commands.count <= Batch.maxCommands else {
+            event(.batchRefused(session: session, .batchTooLarge))
+            refuse(session, .batchTooLarge, originSeq: originSeq, text: "batch of \(commands.count) commands exceeds \(Batch.maxCommands)")
+            return
+        }
+        admit(commands, originSeq: originSeq, member: m, from: session, now: now)
+    }
+
+    /// The checks after decoding: sequence, dedupe, permission, size, admission; then accept.
+    private func admit(_ commands: [TimedCommand], originSeq: UInt64, member m: MemberState, from session: SessionID, now: Instant) {
         guard originSeq > 0 else {
             event(.batchRefused(session: session, .invalidOriginSeq))
             refuse(session, .invalidOriginSeq, originSeq: 0, text: "originSeq starts at 1")
             return
         }
         let room = rooms[m.room]!
-        switch originCheck(room: room, origin: m.origin, originSeq: originSeq, commands: decoded.commands) {
+        switch originCheck(room: room, origin: m.origin, originSeq: originSeq, commands: commands) {
         case .next:
             break
         case .gap(let expected):
@@ -45,7 +65,7 @@ extension Relay {
             // A following room's batch may still be on its way to the home daemon: send it again
             // (the home keeps one copy); the ack comes once its record is durable here.
             if room.follows, why == .notFound {
-                forwardAgain(decoded, room: room, member: m, originSeq: originSeq)
+                forwardAgain(commands, room: room, member: m, originSeq: originSeq)
                 return
             }
             event(.batchRefused(session: session, .originSeqReused))
@@ -56,12 +76,12 @@ extension Relay {
         }
         // From here the number is used, whether the batch is taken or refused.
         room.noteProcessed(m.origin, originSeq: originSeq, limit: limits.maxOriginsPerRoom)
-        if let refusal = permissionRefusal(decoded, role: m.role, board: room.board) {
+        let batch = Batch(author: m.author, commands: commands)
+        if let refusal = permissionRefusal(batch, role: m.role, board: room.board) {
             event(.batchRefused(session: session, refusal.0))
             refuse(session, refusal.0, originSeq: originSeq, text: refusal.1)
             return
         }
-        let batch = Batch(author: m.author, commands: decoded.commands)
         var scratch = BinaryCodecState()
         guard let canonical = try? BinaryBatchCodec.encode(batch, state: &scratch, selfContained: true) else {
             event(.batchRefused(session: session, .malformedBatch))
@@ -119,9 +139,9 @@ extension Relay {
     }
 
     /// A following room's batch sent again and not yet back from the home: forward it again.
-    private func forwardAgain(_ decoded: Batch, room: RoomState, member m: MemberState, originSeq: UInt64) {
+    private func forwardAgain(_ commands: [TimedCommand], room: RoomState, member m: MemberState, originSeq: UInt64) {
         var scratch = BinaryCodecState()
-        guard let canonical = try? BinaryBatchCodec.encode(Batch(author: m.author, commands: decoded.commands), state: &scratch,
+        guard let canonical = try? BinaryBatchCodec.encode(Batch(author: m.author, commands: commands), state: &scratch,
                                                            selfContained: true) else { return }
         forward(ForwardedBatch(room: room.name, origin: m.origin, originSeq: originSeq, user: m.user, payload: canonical))
     }

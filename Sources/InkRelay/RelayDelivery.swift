@@ -128,6 +128,11 @@ extension Relay {
                 return
             }
             m.cursor += 1
+            if m.isLegacy {
+                emit(.legacy(session, .batch(roomSeq: entry.record.roomSeq, author: entry.record.author,
+                                             commands: entry.batch.commands, own: entry.record.origin == m.origin)))
+                continue
+            }
             if entry.record.origin == m.origin { continue }
             // The bytes of a per-member encoding, coded once for the members that agree.
             guard let payload = try? room.liveEncoder.encode(entry.batch, state: &m.outbound) else { continue }

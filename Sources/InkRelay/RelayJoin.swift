@@ -58,7 +58,8 @@ extension Relay {
         let member = MemberState(room: request.room, user: request.user, author: user.author, role: role,
                                  origin: request.origin, cursor: room.head)
         member.request = request
-        let plan = syncPlan(for: request.have, room: room)
+        member.isLegacy = sessions[session]!.transport == .legacy
+        let plan = member.isLegacy ? nil : syncPlan(for: request.have, room: room)
         switch plan {
         case .tail(let after): member.cursor = after
         case .snapshot: member.cursor = 0
@@ -69,7 +70,11 @@ extension Relay {
         if let verifiedClaims { noteTokenExpiry(session, claims: verifiedClaims, now: now) }
         event(.memberJoined(room: request.room, session: session, user: request.user, role: role))
 
-        send(session, .joinAccepted(member: user.author, role: role, roomHead: room.head, syncFollows: plan != nil))
+        if member.isLegacy {
+            emit(.legacy(session, .joined(author: user.author, role: role, board: room.board, roomSeq: room.head)))
+        } else {
+            send(session, .joinAccepted(member: user.author, role: role, roomHead: room.head, syncFollows: plan != nil))
+        }
         // Who is here: to the joiner, every other present user once; the joiner to the others.
         var told: Set<String> = [request.user]
         for other in room.sessions where other != session {

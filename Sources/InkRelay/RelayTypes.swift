@@ -185,11 +185,23 @@ public enum RelayEvent: Hashable, Sendable {
     case pendingAckDropped(room: String, roomSeq: UInt64)
 }
 
+/// What a legacy session (`TransportKind.legacy`) gets instead of encoded messages: the board,
+/// then every batch of the room in room order as model commands (no binary codec on the way).
+public enum LegacyDelivery: Hashable, Sendable {
+    /// The join was accepted: the member's author id and role, and the board through `roomSeq`.
+    case joined(author: AuthorID, role: MemberRole, board: Board, roomSeq: UInt64)
+    /// A batch of the room; `own` when it is the member's (a legacy app needs its own in room
+    /// order too: another author's clear may land between its batches).
+    case batch(roomSeq: UInt64, author: AuthorID, commands: [TimedCommand], own: Bool)
+}
+
 /// What the caller must do, in the order given.
 public enum RelayOutput: Hashable, Sendable {
     /// Send `message` on `session` (encode with `SessionMessageCodec.encode`, or translate for a
     /// legacy session).
     case send(SessionID, ServerMessage)
+    /// Hand `delivery` to the legacy session `session` (see `Relay`, "Legacy members").
+    case legacy(SessionID, LegacyDelivery)
     /// Append `record` to the room's durable log, then report it with `handleDurable`.
     case append(RelayRecord)
     /// Close `session` after sending what was queued for it (a `goingAway` precedes this). The

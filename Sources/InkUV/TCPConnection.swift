@@ -79,6 +79,14 @@ public final class TCPConnection: HandleOwner {
         return body(asStream(handle))
     }
 
+    /// The socket, while open.
+    var fileDescriptor: Int32? {
+        guard let handle, !isClosing else { return nil }
+        var fd: uv_os_fd_t = -1
+        guard uv_fileno(asHandle(handle), &fd) == 0 else { return nil }
+        return fd
+    }
+
     // MARK: options and addresses
 
     /// TCP_NODELAY: send small frames at once instead of coalescing them (Nagle).

@@ -46,7 +46,6 @@ private final class Watcher {
     let count: Int?
     let idleSeconds: Double?
     private var printed = 0
-    private var translator: LegacyTranslator?
     private let idleTimer: LoopTimer
     private var out: [UInt8] = []
 
@@ -90,9 +89,6 @@ private final class Watcher {
         if runner.handleCommonEvent(e) { return }
         switch e {
         case .joined:
-            // The watcher draws nothing: its translator's own author is one no member has, so
-            // every command is shown, this user's own from other devices too.
-            if translator == nil { translator = LegacyTranslator(author: AuthorID(UInt32.max)) }
             armIdle()
         case .delivered(let batch):
             guard runner.exitCode == nil else { return }
@@ -100,14 +96,11 @@ private final class Watcher {
             for timed in batch.commands {
                 if json {
                     emit(jsonLine(batch, timed))
-                } else {
-                    guard translator != nil else { continue }
-                    for m in translator!.messages(for: timed.command, author: batch.author) { emit(m.bytes) }
+                } else if let text = LegacyMessage(transcribing: timed.command) {
+                    // Commands with no legacy text (erase, pages, room) show in --format json only.
+                    emit(text.bytes)
                 }
                 if runner.exitCode != nil { return }
-            }
-            if !json, translator?.needsRedraw == true {
-                for m in translator!.redraw(runner.session.board) { emit(m.bytes) }
             }
         case .syncDone(let roomSeq, let digest, let matches):
             let hex = String(digest, radix: 16)

@@ -236,7 +236,7 @@ final class ClientRelayHarness {
                 }
             case .append(let record):
                 relay.handleDurable(room: record.room, upTo: record.roomSeq, now: now)
-            case .close, .event:
+            case .close, .event, .legacy:
                 break
             }
         }

@@ -1,4 +1,7 @@
 import Glibc
+import InkBenchSupport
+import InkCodec
+import LegacyAppModel
 import Testing
 
 /// Real `inkwired` daemons bridged through a real `mosquitto` on loopback (issue 8). Skipped
@@ -82,21 +85,21 @@ import Testing
         let native = Self.trace(strokes: 20, tag: 7, in: b.directory)
         let total = legacyTexts.count + native.lines.count
         let watcherB = try Self.watch(b, user: "wb", count: total, idle: "20")
-        let legacyWatcherB = try LegacyTestClient(port: b.legacyPort)
+        let runner = LegacyAppRunner(seed: 61)
+        let legacyWatcherB = try runner.connect("wb-app", port: b.legacyPort)
         #expect(Self.homeDecided(b, selfHome: true), "\(b.process.log)")
 
         let a = try Self.start("a", broker: broker, tag: "bridge-a")
         let watcherA = try Self.watch(a, user: "wa", count: total, idle: "20")
-        let legacyWatcherA = try LegacyTestClient(port: a.legacyPort)
+        let legacyWatcherA = try runner.connect("wa-app", port: a.legacyPort)
         #expect(Self.homeDecided(a, selfHome: false), "\(a.process.log)")
         #expect(ClientEndToEndTests.waitJoined(ClientEndToEndTests.Daemon(process: a.process, udp: a.udp, tcp: a.tcp, legacyPort: a.legacyPort),
                                                room: "lesson", user: "wa"))
-        let legacySender = try LegacyTestClient(port: a.legacyPort)
+        let legacySender = try runner.connect("sender-app", port: a.legacyPort)
+        #expect(LegacyApps.waitUp(runner, [legacySender]))
         let sender = try Self.send(a, user: "teacher", trace: native.path, speed: "4")
-        for _ in 0..<legacyStrokes {
-            legacySender.send(legacyStroke)
-            _ = legacySender.drain(microseconds: 60_000)
-        }
+        for _ in 0..<legacyStrokes { LegacyApps.draw(legacyStroke, on: legacySender, runner) }
+        runner.run(limitMicroseconds: 30_000_000) { [sender, watcherB, watcherA].allSatisfy { $0.hasExited } }
         #expect(sender.wait() == 0, "\(sender.errors)")
         #expect(watcherB.wait() == 0, "\(watcherB.errors)")
         #expect(watcherA.wait() == 0, "\(watcherA.errors)")
@@ -105,11 +108,11 @@ import Testing
         #expect(watcherB.outputLines == watcherA.outputLines)
         #expect(Self.only(watcherB.outputLines, native.lines) == native.lines)
         #expect(Self.only(watcherB.outputLines, legacyStroke) == legacyTexts)
-        // The legacy watchers see the same stream on both daemons.
-        let legacyB = legacyWatcherB.receive(count: total, limitMicroseconds: 10_000_000)
-        let legacyA = legacyWatcherA.receive(count: total, limitMicroseconds: 10_000_000)
-        #expect(legacyB == watcherB.outputLines)
-        #expect(legacyA == watcherA.outputLines)
+        // The legacy watchers on both daemons show both senders' lines, each sender's in its order.
+        let parts = [LegacyTraceScript.referenceScreen(try Trace.parse(readFile(native.path))), LegacyApps.screen(legacyTexts)]
+        let apps = [legacyWatcherA, legacyWatcherB, legacySender]
+        #expect(runner.run(limitMicroseconds: 10_000_000) { apps.allSatisfy { $0.model.screen.interleaves(parts) } },
+                "\(apps.map { "\($0): \($0.model.screen.explain(parts))" })")
 
         let metrics = try fetchMetrics(port: a.metricsPort)
         #expect(metricValue(metrics, "inkwire_bridge_connected") == 1)

@@ -1,12 +1,15 @@
 import Glibc
+import InkBenchSupport
+import LegacyAppModel
 import InkCodec
 @testable import InkDaemon
 import Testing
 
 /// The real `inkwire` CLI against the real `inkwired` on loopback.
 @Suite struct ClientEndToEndTests {
-    /// Lines of lesson-a played in these tests (82 s of lesson) and the speed-up (about 1 s).
-    static let traceLines = 2000
+    /// Lines of lesson-a played in these tests (82 s of lesson, up to a stroke's end) and the
+    /// speed-up (about 1 s).
+    static let traceLines = 1997
     static let speed = "100"
 
     struct Daemon {
@@ -69,15 +72,19 @@ import Testing
         ]
         for user in ["w1", "w2", "w3"] { #expect(Self.waitJoined(d, room: "legacy-room", user: user)) }
         // A HYWhiteboard app in the same room (the daemon's legacy listener is bound to it).
-        let app = try LegacyTestClient(port: d.legacyPort)
+        let runner = LegacyAppRunner(seed: 51)
+        let app = try runner.connect("app", port: d.legacyPort)
         #expect(Self.waitUntil { d.process.log.contains("user=legacy-") })
-        let sender = try ClientProcess.run(["send", "--server", d.udp, "--room", "legacy-room", "--user", "teacher", "--trace", trace.path, "--speed", Self.speed], directory: d.directory)
-        #expect(sender.exitStatus == 0, "\(sender.errors)")
+        let sender = try ClientProcess(["send", "--server", d.udp, "--room", "legacy-room", "--user", "teacher", "--trace", trace.path, "--speed", Self.speed], directory: d.directory)
+        // The app keeps running (reading, its timers) while the others do.
+        runner.run(limitMicroseconds: 30_000_000) { ([sender] + watchers).allSatisfy { $0.hasExited } }
+        #expect(sender.wait() == 0, "\(sender.errors)")
         #expect(sender.errors.contains("acknowledged"))
         for w in watchers { #expect(w.wait() == 0, "\(w.errors)") }
         #expect(watchers[0].outputLines == expected)
         #expect(watchers[1].outputLines == expected)
-        #expect(app.receive(count: expected.count, limitMicroseconds: 10_000_000) == expected)
+        let drawn = LegacyTraceScript.referenceScreen(try Trace.parse(Array((trace.lines.joined(separator: "\n") + "\n").utf8)))
+        #expect(LegacyApps.waitScreens(runner, [app], equal: drawn), "\(app): \(app.model.screen.difference(from: drawn) ?? "")")
         // JSON: one object per command, the trace's own times, room order.
         let json = watchers[2].outputLines
         #expect(json.count == expected.count)
@@ -113,8 +120,10 @@ import Testing
         let d = try Self.start("cli-legacy")
         let watcher = try ClientProcess(["watch", "--server", d.tcp, "--room", "legacy-room", "--user", "w", "--count", "4", "--idle-exit", "10"], directory: d.directory)
         #expect(Self.waitJoined(d, room: "legacy-room", user: "w"))
-        let app = try LegacyTestClient(port: d.legacyPort)
-        app.send(DaemonLegacyTests.stroke)
+        let runner = LegacyAppRunner(seed: 52)
+        let app = try runner.connect("app", port: d.legacyPort)
+        #expect(LegacyApps.waitUp(runner, [app]))
+        LegacyApps.draw(DaemonLegacyTests.stroke, on: app, runner)
         #expect(watcher.wait() == 0, "\(watcher.errors)")
         #expect(watcher.outputLines == DaemonLegacyTests.stroke)
     }

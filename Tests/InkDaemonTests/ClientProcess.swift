@@ -58,6 +58,18 @@ final class ClientProcess {
         return exitStatus
     }
 
+    /// Whether the process has ended (reaps it without waiting).
+    var hasExited: Bool {
+        if exitStatus == nil {
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                let signal = status & 0x7f
+                exitStatus = signal == 0 ? (status >> 8) & 0xff : 128 + signal
+            }
+        }
+        return exitStatus != nil
+    }
+
     var output: String { String(decoding: readFile(outPath), as: UTF8.self) }
     var errors: String { String(decoding: readFile(errPath), as: UTF8.self) }
     var outputLines: [String] { output.split(separator: "\n").map(String.init) }

@@ -1,4 +1,6 @@
 import Glibc
+import InkBenchSupport
+import LegacyAppModel
 import InkVersion
 import Testing
 
@@ -38,11 +40,13 @@ import Testing
         #expect(fields["tcp"] == "127.0.0.1:\(tcpPort)")
         #expect(fields["legacy"] == "127.0.0.1:\(legacyPort)=art class")
         #expect(fields["metrics"] == "127.0.0.1:\(metricsPort)")
-        let a = try LegacyTestClient(port: legacyPort)
-        let b = try LegacyTestClient(port: legacyPort)
-        usleep(100_000)
-        a.send(["1,0.100000,0.100000,1", "1,0.100000,0.100000,3"])
-        #expect(b.receive(count: 2) == ["1,0.100000,0.100000,1", "1,0.100000,0.100000,3"])
+        let runner = LegacyAppRunner(seed: 41)
+        let a = try runner.connect("a", port: legacyPort)
+        let b = try runner.connect("b", port: legacyPort)
+        #expect(LegacyApps.waitUp(runner, [a, b]))
+        let line = ["1,0.100000,0.100000,1", "1,0.100000,0.100000,3"]
+        LegacyApps.draw(line, on: a, runner)
+        #expect(LegacyApps.waitScreens(runner, [a, b], equal: LegacyApps.screen(line)), "\(b)")
         let text = try fetchMetrics(port: metricsPort)
         #expect(metricValue(text, "inkwire_rooms") == 1)
         #expect(metricValue(text, "inkwire_members") == 2)
@@ -55,10 +59,12 @@ import Testing
         let (daemon, ports) = try DaemonNativeTests.start("promtool", extra: ["--metrics", "127.0.0.1:0"])
         defer { withExtendedLifetime(daemon) {} }
         let fields = try daemon.ready()
-        let app = try LegacyTestClient(port: ports.legacy)
+        let runner = LegacyAppRunner(seed: 42)
+        let app = try runner.connect("app", port: ports.legacy)
         let device = try NativeTestClient(.udp, port: ports.udp)
         #expect(DaemonNativeTests.joined(device, user: "pen", role: .presenter) != nil)
-        app.send(["1,0.100000,0.100000,1"])
+        #expect(LegacyApps.waitUp(runner, [app]))
+        LegacyApps.draw(["1,0.100000,0.100000,1", "1,0.200000,0.100000,3"], on: app, runner)
         device.idle(microseconds: 1_200_000)  // a housekeeping round samples RTT
         let text = try fetchMetrics(port: DaemonProcess.port(fields["metrics"])!)
         for family in ["inkwire_sessions", "inkwire_rooms", "inkwire_members", "inkwire_datagrams_received_total",

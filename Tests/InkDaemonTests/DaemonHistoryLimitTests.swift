@@ -54,7 +54,8 @@ import Testing
         let metrics = try fetchMetrics(port: metricsPort)
         #expect(metricValue(metrics, "inkwire_refused_batches_total{reason=\"history_full\"}") == 1, "\(metrics)")
 
-        let legacy = try LegacyTestClient(port: ports.legacy)
+        // A device no app is: one frame after another, far more than any 60 ms of drawing.
+        let legacy = try RawLegacySocket(port: ports.legacy)
         #expect(daemon.waitForLine(containing: "msg=\"legacy device joined\"") != nil)
         // A long line of the app's text commands (about 8 KB once encoded: more than the room has
         // left after refusing a 400-point stroke, whatever the codec's ratio).

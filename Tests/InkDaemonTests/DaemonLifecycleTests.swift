@@ -1,4 +1,6 @@
 import Glibc
+import InkBenchSupport
+import LegacyAppModel
 import InkCodec
 import InkProtocol
 import InkVersion
@@ -137,9 +139,11 @@ import Testing
         let daemon = try DaemonProcess(["--udp", "off", "--tcp", "off", "--legacy", "127.0.0.1:0=lesson", "--config", configPath],
                                        environment: ["INKWIRE_MAX_SESSIONS": "11"], dataDir: directory, tag: "reload")
         let port = daemon.legacyPort(try daemon.ready())
-        let a = try LegacyTestClient(port: port)
-        let b = try LegacyTestClient(port: port)
+        let runner = LegacyAppRunner(seed: 31)
+        let a = try runner.connect("a", port: port)
+        let b = try runner.connect("b", port: port)
         #expect(daemon.waitForLine(containing: "author=2") != nil)
+        #expect(LegacyApps.waitUp(runner, [a, b]))
         writeFile(configPath, Array(("INKWIRE_LOG_LEVEL=debug\nINKWIRE_MAX_SESSIONS=7\nINKWIRE_DURABILITY=always\n"
                                      + "INKWIRE_MAX_ROOM_HISTORY_BYTES=4096\nINKWIRE_ROOM_IDLE_EXPIRY=12h\nINKWIRE_NEW_SESSIONS_PER_SECOND=3\n").utf8))
         daemon.signal(SIGHUP)
@@ -151,8 +155,9 @@ import Testing
         #expect(reloaded?.contains("new_sessions_per_second=3") == true)
         #expect(daemon.log.contains("msg=\"reload ignores settings that need a restart\" settings=durability"))
         // The devices stayed connected and keep drawing.
-        a.send(["1,0.100000,0.100000,1"])
-        #expect(b.receive(count: 1) == ["1,0.100000,0.100000,1"])
+        let line = ["1,0.100000,0.100000,1", "1,0.200000,0.100000,3"]
+        LegacyApps.draw(line, on: a, runner)
+        #expect(LegacyApps.waitScreens(runner, [a, b], equal: LegacyApps.screen(line)), "\(b)")
         // Lines removed from the file go back to their defaults at the next reload.
         writeFile(configPath, Array("INKWIRE_MAX_ROOM_HISTORY_BYTES=8192\n".utf8))
         daemon.signal(SIGHUP)
@@ -173,9 +178,13 @@ import Testing
                                         "--metrics", "127.0.0.1:0"], tag: "garbage")
         let fields = try daemon.ready()
         let legacy = daemon.legacyPort(fields)
-        let a = try LegacyTestClient(port: legacy)
-        let b = try LegacyTestClient(port: legacy)
+        let runner = LegacyAppRunner(seed: 32)
+        let a = try runner.connect("a", port: legacy)
+        let b = try runner.connect("b", port: legacy)
         #expect(daemon.waitForLine(containing: "author=2") != nil)
+        #expect(LegacyApps.waitUp(runner, [a, b]))
+        var drawn: [String] = []
+        var head: UInt64 = 0
         let pen = try NativeTestClient(.udp, port: DaemonProcess.port(fields["udp"])!)
         let penAuthor = try #require(DaemonNativeTests.joined(pen, user: "pen", role: .presenter))
         let watcher = try NativeTestClient(.tcp, port: DaemonProcess.port(fields["tcp"])!)
@@ -189,29 +198,35 @@ import Testing
                 _ = junk.withUnsafeBytes { send(udp, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             }
             // A legacy stream announcing a huge frame, and a native TCP stream doing the same.
-            let badLegacy = try LegacyTestClient(port: legacy)
+            let badLegacy = try RawLegacySocket(port: legacy)
             badLegacy.sendRaw([0x00, 0x65, 0xff, 0xff, 0xff, 0xff])
-            let badNative = try LegacyTestClient(port: DaemonProcess.port(fields["tcp"])!)
+            let badNative = try RawLegacySocket(port: DaemonProcess.port(fields["tcp"])!)
             badNative.sendRaw([0xff, 0xff, 0xff, 0xff, 1, 2, 3])
             let line = ["1,0.\(round)00000,0.500000,1", "1,0.\(round)00000,0.600000,3"]
-            a.send(line)
-            #expect(b.receive(count: 2) == line)
+            LegacyApps.draw(line, on: a, runner)
+            drawn += line
+            #expect(LegacyApps.waitScreens(runner, [a, b], equal: LegacyApps.screen(drawn)), "\(b)")
             // A native device draws in the same room; the legacy devices see its lines too.
             let stroke = StrokeID(UInt32(round + 1))
             pen.sendBatch([.point(StrokePoint(stroke: stroke, phase: .start, x: Int32(round), y: 0)),
                            .point(StrokePoint(stroke: stroke, phase: .end, x: Int32(round), y: 1))],
                           originSeq: UInt64(round + 1), author: penAuthor)
-            #expect(pen.next(where: { if case .batchAck = $0 { true } else { false } }) == .batchAck(originSeq: UInt64(round + 1), roomSeq: UInt64(2 * round + 2)))
-            #expect(b.receive(count: 2) == ["1,0.00000\(round),0.000000,1", "1,0.00000\(round),0.000001,3"])
-            a.sendHeartbeat()
-            b.sendHeartbeat()
+            // The app's line came in one or two batches (its 60 ms timer), then the pen's.
+            guard case .batchAck(let acked, let roomSeq)? = pen.next(where: { if case .batchAck = $0 { true } else { false } }) else {
+                Issue.record("the pen's batch was not acknowledged")
+                return
+            }
+            #expect(acked == UInt64(round + 1) && roomSeq >= head + 2 && roomSeq <= head + 3)
+            head = roomSeq
+            drawn += ["1,0.00000\(round),0.000000,1", "1,0.00000\(round),0.000001,3"]
+            #expect(LegacyApps.waitScreens(runner, [a, b], equal: LegacyApps.screen(drawn)), "\(b)")
             #expect(badLegacy.waitClosed(limitMicroseconds: 2_000_000))
             #expect(badNative.waitClosed(limitMicroseconds: 2_000_000))
         }
         // The watcher saw both devices' batches, in room order.
         var seen: [UInt64] = []
         while let (batch, _) = watcher.nextRoomBatch(limitMicroseconds: 500_000) { seen.append(batch.roomSeq) }
-        #expect(seen == Array(1...10))
+        #expect(seen == Array(1...head))
         let metrics = try fetchMetrics(port: DaemonProcess.port(fields["metrics"])!)
         #expect((metricValue(metrics, "inkwire_errors_total{kind=\"legacy_frame\"}") ?? 0) == 5)
         #expect((metricValue(metrics, "inkwire_errors_total{kind=\"bad_frame\"}") ?? 0) == 5)

@@ -1,4 +1,6 @@
 import Glibc
+import InkBenchSupport
+import LegacyAppModel
 import InkCodec
 import InkProtocol
 import Testing
@@ -44,7 +46,8 @@ import Testing
         #expect(Self.joined(udpViewer, user: "v1", role: .viewer) != nil)
         let tcpViewer = try NativeTestClient(.tcp, port: ports.tcp)
         #expect(Self.joined(tcpViewer, user: "v2", role: .viewer) != nil)
-        let legacy = try LegacyTestClient(port: ports.legacy)
+        let runner = LegacyAppRunner(seed: 21)
+        let legacy = try runner.connect("app", port: ports.legacy)
         usleep(100_000)
         teacher.sendBatch(Self.stroke, originSeq: 1, author: author)
         #expect(teacher.next(where: { if case .batchAck = $0 { true } else { false } }) == .batchAck(originSeq: 1, roomSeq: 1))
@@ -54,7 +57,8 @@ import Testing
             #expect(delivered?.0.author == author)
             #expect(delivered?.1 == Self.stroke)
         }
-        #expect(legacy.receive(count: 4) == Self.strokeAsLegacy)
+        let shown = LegacyApps.screen(Self.strokeAsLegacy)
+        #expect(LegacyApps.waitScreens(runner, [legacy], equal: shown), "\(legacy)")
         // A viewer may not draw: refused to it alone.
         udpViewer.sendBatch(Self.stroke, originSeq: 1, author: author)
         guard case .error(let code, let originSeq, _)? = udpViewer.next(where: { if case .error = $0 { true } else { false } }) else {
@@ -63,7 +67,8 @@ import Testing
         }
         #expect(code == .permissionDenied && originSeq == 1)
         #expect(tcpViewer.nextRoomBatch(limitMicroseconds: 300_000) == nil)
-        #expect(legacy.drain(microseconds: 0) == [])
+        runner.run(limitMicroseconds: 300_000)
+        #expect(legacy.model.screen == shown && legacy.isConnected)
     }
 
     @Test func legacySenderReachesNativeWatchers() throws {
@@ -71,11 +76,14 @@ import Testing
         defer { withExtendedLifetime(daemon) {} }
         let viewer = try NativeTestClient(.tcp, port: ports.tcp)
         #expect(Self.joined(viewer, user: "watcher", role: .viewer) != nil)
-        let app = try LegacyTestClient(port: ports.legacy)
-        usleep(100_000)
-        app.send(Self.strokeAsLegacy)
-        let delivered = try #require(viewer.nextRoomBatch())
-        #expect(delivered.1 == Self.stroke)
+        let runner = LegacyAppRunner(seed: 22)
+        let app = try runner.connect("app", port: ports.legacy)
+        #expect(LegacyApps.waitUp(runner, [app]))
+        LegacyApps.draw(Self.strokeAsLegacy, on: app, runner)
+        // The app sends its 60 ms buffer at a time: the commands come in a few batches.
+        var commands: [Command] = []
+        while commands.count < Self.stroke.count, let delivered = viewer.nextRoomBatch() { commands += delivered.1 }
+        #expect(commands == Self.stroke)
     }
 
     @Test func dualStackListenersTakeIPv4AndIPv6() throws {
@@ -86,11 +94,12 @@ import Testing
         let author = try #require(Self.joined(pen, user: "pen", role: .presenter))
         let v6 = try NativeTestClient(.tcp, port: DaemonProcess.port(fields["tcp"])!, ipv6: true)
         #expect(Self.joined(v6, user: "v6", role: .viewer) != nil)
-        let app = try LegacyTestClient(port: daemon.legacyPort(fields))
+        let runner = LegacyAppRunner(seed: 23)
+        let app = try runner.connect("app", port: daemon.legacyPort(fields))
         usleep(100_000)
         pen.sendBatch(Self.stroke, originSeq: 1, author: author)
         #expect(v6.nextRoomBatch()?.1 == Self.stroke)
-        #expect(app.receive(count: 4) == Self.strokeAsLegacy)
+        #expect(LegacyApps.waitScreens(runner, [app], equal: LegacyApps.screen(Self.strokeAsLegacy)), "\(app)")
     }
 
     @Test func roamingDeviceKeepsItsSession() throws {

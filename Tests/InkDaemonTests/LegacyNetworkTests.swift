@@ -1,5 +1,7 @@
 import Glibc
+import InkBenchSupport
 import InkUV
+import LegacyAppModel
 import Testing
 @testable import InkDaemon
 
@@ -19,29 +21,36 @@ import Testing
         #expect(daemon.log.contains("room=lesson networks=10.0.0.0/8,fd00::/8"), "\(daemon.log)")
         #expect(daemon.log.contains("room=art networks=::1/128"), "\(daemon.log)")
 
-        // Admitted from 127.0.0.1 and from ::1: each pair draws for the other.
-        let teacher = try LegacyTestClient(port: ipv4), student = try LegacyTestClient(port: ipv4)
-        let artist = try LegacyTestClient(ipv6Port: ipv6), viewer = try LegacyTestClient(ipv6Port: ipv6)
-        #expect(daemon.waitForLine(containing: "author=2") != nil)
-        #expect(daemon.log.split(separator: "\n").filter { $0.contains("legacy device joined") }.count == 4)
-        teacher.send(DaemonLegacyTests.stroke)
-        #expect(student.receive(count: 4) == DaemonLegacyTests.stroke, "\(daemon.log)")
-        artist.send(DaemonLegacyTests.stroke)
-        #expect(viewer.receive(count: 4) == DaemonLegacyTests.stroke, "\(daemon.log)")
+        // Admitted from 127.0.0.1 and from ::1: each pair of apps draws for the other.
+        let runner = LegacyAppRunner(seed: 21)
+        let teacher = try runner.connect("teacher", port: ipv4), student = try runner.connect("student", port: ipv4)
+        let artist = try runner.connect("artist", port: ipv6, ipv6: true), viewer = try runner.connect("viewer", port: ipv6, ipv6: true)
+        let admitted = [teacher, student, artist, viewer]
+        #expect(LegacyApps.waitUp(runner, admitted), "\(admitted)")
+        #expect(ClientEndToEndTests.waitUntil { daemon.log.split(separator: "\n").filter { $0.contains("legacy device joined") }.count == 4 })
+        runner.run(limitMicroseconds: 1_000_000)  // the daemon writes nothing for 1 s
+        LegacyApps.draw(DaemonLegacyTests.stroke, on: teacher, runner)
+        let stroke = LegacyApps.screen(DaemonLegacyTests.stroke)
+        #expect(LegacyApps.waitScreens(runner, [teacher, student], equal: stroke), "\(daemon.log)")
+        LegacyApps.draw(DaemonLegacyTests.reply, on: artist, runner)
+        let art = LegacyApps.screen(DaemonLegacyTests.reply)
+        #expect(LegacyApps.waitScreens(runner, [artist, viewer], equal: art), "\(daemon.log)")
 
         // Refused at accept: closed without a byte, twice from 127.0.0.1, once from ::1.
-        for _ in 0..<2 {
-            let stranger = try LegacyTestClient(port: outside)
-            #expect(stranger.waitClosed(limitMicroseconds: 3_000_000))
-            #expect(stranger.heartbeats == 0 && stranger.drain(microseconds: 0) == [])
+        let strangers = [try runner.connect("stranger-1", port: outside), try runner.connect("stranger-2", port: outside),
+                         try runner.connect("stranger-ipv6", port: ipv6Outside, ipv6: true)]
+        #expect(runner.run(limitMicroseconds: 3_000_000) { strangers.allSatisfy { !$0.isConnected } }, "\(strangers)")
+        for app in strangers {
+            #expect(app.model.state == .disconnected("peer closed the connection") && app.model.bytesRead == 0, "\(app)")
         }
-        let strangerIPv6 = try LegacyTestClient(ipv6Port: ipv6Outside)
-        #expect(strangerIPv6.waitClosed(limitMicroseconds: 3_000_000))
-        #expect(strangerIPv6.heartbeats == 0)
-        // Nothing they did reached a room; the admitted devices still draw.
-        teacher.send(["1,0.300000,0.300000,1", "1,0.300000,0.400000,3"])
-        #expect(student.receive(count: 2) == ["1,0.300000,0.300000,1", "1,0.300000,0.400000,3"])
-        #expect(viewer.drain(microseconds: 200_000) == [])
+        // Nothing they did reached a room; the admitted apps still draw.
+        let line = ["1,0.300000,0.300000,1", "1,0.300000,0.400000,3"]
+        LegacyApps.draw(line, on: teacher, runner)
+        let lesson = LegacyApps.screen(DaemonLegacyTests.stroke + line)  // with the teacher's pen
+        #expect(LegacyApps.waitScreens(runner, [teacher, student], equal: lesson), "\(student)")
+        runner.run(limitMicroseconds: 200_000)
+        #expect(viewer.model.screen == art && artist.model.screen == art)
+        for app in admitted { #expect(app.isConnected && app.model.desync == nil, "\(app)") }
 
         // Every refusal counted; one line per address a minute.
         let metrics = try fetchMetrics(port: DaemonProcess.port(fields["metrics"])!)

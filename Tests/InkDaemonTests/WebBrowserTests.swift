@@ -4,12 +4,13 @@ import InkBenchSupport
 import InkCodec
 @testable import InkDaemon
 import InkProtocol
+import LegacyAppModel
 import Testing
 
 /// The real inkwired and Debian's headless Chromium on loopback: pages draw with pointer events
 /// (mouse input through the DevTools protocol) and the room, a second page, a native device and
 /// a legacy device must see exactly those strokes. Skipped where chromium is not installed.
-/// The legacy device is the project's `LegacyTestClient` (a raw HYWhiteboard-framing socket).
+/// The legacy device is the HYWhiteboard app model (`LegacyAppModel`), compared by its screen.
 @Suite(.serialized, .enabled(if: Chromium.binary != nil, "chromium is not installed"))
 struct WebBrowserTests {
     struct Daemon {
@@ -21,8 +22,9 @@ struct WebBrowserTests {
     }
 
     static func startDaemon(_ tag: String, extra: [String] = []) throws -> Daemon {
-        // The legacy test device sends no heartbeats: give it a silence bound the test (a browser
-        // on a loaded host) cannot reach, instead of the app's 9 s.
+        // The legacy app model sends its heartbeats only while the test runs it (between browser
+        // steps): give it a silence bound the test (a browser on a loaded host) cannot reach,
+        // instead of the app's 9 s.
         let process = try DaemonProcess(["--udp", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--web", "127.0.0.1:0", "--legacy", "127.0.0.1:0=r",
                                          "--legacy-timeout-ms", "300000"] + extra, tag: tag)
         return Daemon(process: process, fields: try process.ready())
@@ -133,7 +135,9 @@ struct WebBrowserTests {
             Issue.record("the native watcher did not join")
             return
         }
-        let legacy = try LegacyTestClient(port: daemon.process.legacyPort(daemon.fields))
+        let apps = LegacyAppRunner(seed: 31)
+        let legacy = try apps.connect("legacy", port: daemon.process.legacyPort(daemon.fields))
+        #expect(LegacyApps.waitUp(apps, [legacy]), "\(legacy)")
         let teacher = try Self.openBoard(browser, daemon, room: "r", fragment: "user=ana&role=teacher")
         let second = try Self.openBoard(browser, daemon, room: "r", fragment: "user=bo&role=viewer")
         // Pen 4 (index 3), thick; then the eraser; then undo and redo of the last stroke.
@@ -183,13 +187,10 @@ struct WebBrowserTests {
         #expect(strokes.map(\.style) == [PenStyle(color: 3, width: 3)!, PenStyle(color: 5, width: 3)!, PenStyle(color: 0, width: 1)!])
         #expect(strokes.allSatisfy { $0.isVisible && $0.isEnded })
         #expect(watched.contains { if case .undo = $0.command { true } else { false } })
-        // The legacy device gets the same commands as the app's text, as the translator makes it.
-        var translator = LegacyTranslator(author: AuthorID(UInt32.max - 1))
-        var expected: [String] = []
-        for command in watched { expected += translator.messages(for: command.command, author: teacherAuthor ?? AuthorID(0)).map(\.text) }
-        let received = legacy.receive(count: expected.count, limitMicroseconds: 5_000_000)
-        #expect(received == expected)
-        #expect(legacy.drain(microseconds: 200_000).isEmpty)
+        // The legacy app shows the room's board: the three strokes as the app draws them.
+        let expected = try #require(LegacyAppScreen.expected(from: board, page: .first)[teacherAuthor ?? AuthorID(0)])
+        #expect(LegacyApps.waitScreens(apps, [legacy], equal: expected), "\(legacy): \(legacy.model.screen.difference(from: expected) ?? "")")
+        #expect(legacy.isConnected && legacy.model.desync == nil, "\(legacy)")
     }
 
     /// A late-joining page shows a recorded lesson's board: digest equal to the room's, and

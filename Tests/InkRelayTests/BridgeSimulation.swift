@@ -190,7 +190,7 @@ final class SimBridgedDaemon: BridgeLogReader {
                     durable.append((r.room, r.roomSeq))
                 case .event(.roomCreated(let room)):
                     core.openRoom(room, head: relay.roomHead(room) ?? 0, now: now)
-                case .close, .event: break
+                case .close, .event, .legacy: break
                 }
             }
             for (room, seq) in durable {

@@ -13,6 +13,8 @@ final class Harness {
     var appended: [RelayRecord] = []
     var closed: [(SessionID, GoingAwayReason)] = []
     var events: [RelayEvent] = []
+    /// What each legacy session was handed, in order.
+    var legacy: [SessionID: [LegacyDelivery]] = [:]
 
     init(limits: RelayLimits = RelayLimits(), authorizer: any JoinAuthorizer = OpenAuthorizer()) {
         relay = Relay(configuration: RelayConfiguration(limits: limits, wallClockAtZeroMs: 1_000_000), authorizer: authorizer)
@@ -29,6 +31,7 @@ final class Harness {
             case .append(let r): appended.append(r)
             case .close(let s, let reason): closed.append((s, reason))
             case .event(let e): events.append(e)
+            case .legacy(let s, let d): legacy[s, default: []].append(d)
             }
         }
     }

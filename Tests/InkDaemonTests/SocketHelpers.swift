@@ -1,14 +1,11 @@
 import Glibc
 import InkCodec
 
-/// A raw TCP socket speaking HYWhiteboard's framing, as the app would.
-final class LegacyTestClient {
+/// A raw TCP socket that sends legacy frames and bytes no app would (hostile, silent or
+/// heartbeat-less devices). It reads only to notice the daemon closing; what the daemon writes
+/// for apps is checked with the app model (`LegacyAppRunner`), never with a clean reader.
+final class RawLegacySocket {
     let fd: Int32
-    private var decoder = LegacyFrameDecoder()
-    /// Heartbeats received so far.
-    private(set) var heartbeats = 0
-    /// Text messages received and not yet taken.
-    private var pending: [String] = []
     private(set) var peerClosed = false
 
     init(port: UInt16) throws {
@@ -39,55 +36,18 @@ final class LegacyTestClient {
         }
     }
 
-    /// Reads what arrives within `limitMicroseconds` (stops early once `count` texts are in).
-    func receive(count: Int, limitMicroseconds: UInt64 = 3_000_000) -> [String] {
-        let deadline = monotonicMicroseconds() + limitMicroseconds
-        while pending.count < count && !peerClosed && monotonicMicroseconds() < deadline {
-            pump(untilMicroseconds: deadline)
-        }
-        let taken = Array(pending.prefix(count))
-        pending.removeFirst(taken.count)
-        return taken
-    }
-
-    /// Everything that arrives within `microseconds`.
-    func drain(microseconds: UInt64) -> [String] {
-        let deadline = monotonicMicroseconds() + microseconds
-        while !peerClosed && monotonicMicroseconds() < deadline { pump(untilMicroseconds: deadline) }
-        let taken = pending
-        pending = []
-        return taken
-    }
-
-    /// Waits until the daemon closes the connection; true if it did within the limit.
+    /// Waits until the daemon closes the connection (its bytes are discarded); true if it did.
     func waitClosed(limitMicroseconds: UInt64) -> Bool {
         let deadline = monotonicMicroseconds() + limitMicroseconds
-        while !peerClosed && monotonicMicroseconds() < deadline { pump(untilMicroseconds: deadline) }
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while !peerClosed && monotonicMicroseconds() < deadline {
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 50) > 0 else { continue }
+            if recv(fd, &buffer, buffer.count, 0) <= 0 { peerClosed = true }
+        }
         return peerClosed
     }
-
-    private func pump(untilMicroseconds deadline: UInt64) {
-        let now = monotonicMicroseconds()
-        guard now < deadline else { return }
-        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let wait = Int32(min((deadline - now + 999) / 1000, 100))
-        guard poll(&descriptor, 1, wait) > 0 else { return }
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        let n = recv(fd, &buffer, buffer.count, 0)
-        if n <= 0 {
-            peerClosed = true
-            return
-        }
-        try? decoder.handleBytes(buffer[..<n])
-        while let frame = try? decoder.pollFrame() {
-            switch frame {
-            case .heartbeat: heartbeats += 1
-            case .data(_, let payload): pending.append(String(decoding: payload, as: UTF8.self))
-            }
-        }
-    }
 }
-
 /// A connected (TCP) or unconnected (UDP, `connect`ed for `send`) loopback socket.
 func connectLoopback(port: UInt16, type: __socket_type) throws -> Int32 {
     let fd = socket(AF_INET, Int32(type.rawValue), 0)

@@ -55,52 +55,6 @@ private func randomRoomLog(_ rng: inout SeededRandom, authors: [AuthorID], count
     return log
 }
 
-/// A stroke as a viewer sees it: tool, colour, width, then its coordinates.
-private typealias Picture = [Int32]
-
-/// The visible strokes of `page`, in a canonical order (drawing order differs when the
-/// translator held a line back).
-private func pictures(_ board: Board, page: PageID) -> [Picture] {
-    board.visibleStrokes(on: page).map {
-        [Int32($0.tool.rawValue), Int32($0.style.color), Int32($0.style.width)] + $0.points.flatMap { [$0.x, $0.y] }
-    }.sorted { $0.lexicographicallyPrecedes($1) }
-}
-
-/// A room of native authors relayed to one legacy app: after every author has finished its
-/// lines, the app shows exactly the board's picture of the page it follows (the app is modelled
-/// as a board fed through its own legacy semantics: one remote side, last-line undo, clear all).
-@Test func legacyAppShowsTheRoomsPicture() {
-    let authors = [AuthorID(2), AuthorID(3), AuthorID(4)]
-    for seed in propertySeeds() + Array(100..<140) {
-        var rng = SeededRandom(seed: seed)
-        let log = randomRoomLog(&rng, authors: authors, count: 600)
-        var room = Board()
-        var translator = LegacyTranslator(author: AuthorID(1))
-        var app = Board()
-        var appSide = LegacyTranslator(author: AuthorID(9))
-        var redraws = 0
-        var drawing = Set<AuthorID>()
-        for (step, (author, command)) in log.enumerated() {
-            room.apply(command, author: author)
-            var sent = translator.messages(for: command, author: author)
-            if translator.needsRedraw {
-                sent += translator.redraw(room)
-                redraws += 1
-            }
-            for message in sent { app.apply(appSide.command(from: message), author: AuthorID(9)) }
-            if case .point(let p) = command { if p.phase == .end { drawing.remove(author) } else { drawing.insert(author) } }
-            if drawing.isEmpty {  // nothing held back: the app is up to date
-                let shown = app.visibleStrokes(on: .first).count
-                let expected = room.visibleStrokes(on: translator.appPage).count
-                #expect(shown == expected, "seed \(seed) step \(step)")
-            }
-        }
-        let expected = pictures(room, page: translator.appPage)
-        let shown = pictures(app, page: .first)
-        #expect(shown == expected, "seed \(seed): \(shown.count) strokes shown, \(expected.count) on the board, \(redraws) redraws")
-    }
-}
-
 /// Random multi-author logs fold deterministically, keep the board's invariants, and fold the
 /// same whatever the batching.
 @Test func boardFoldIsDeterministicAndConsistent() {
