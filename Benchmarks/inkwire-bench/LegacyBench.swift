@@ -309,8 +309,9 @@ func runLegacyLive(_ options: LegacyBenchOptions, lines: [TraceLine]) -> Bool {
         }
         var latencies: [Double] = []
         let hold = LegacySessionConfiguration().quietAfterInput
+        var seen = Set<LegacyAppScreen.Point>()  // a line drawn again (a repaint) counts once, when first shown
         for e in app.model.lineEnds where e.received {
-            guard let lifted = ends[e.first], e.at >= lifted else { continue }
+            guard let lifted = ends[e.first], e.at >= lifted, seen.insert(e.first).inserted else { continue }
             let ms = Double(e.at.microseconds - lifted.microseconds) / 1000
             latencies.append(ms)
             if app.model.clearsReceived.contains(where: { $0 <= e.at && lifted < $0 + hold }) { afterClear.append(ms) } else { rest.append(ms) }

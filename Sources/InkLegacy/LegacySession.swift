@@ -39,7 +39,8 @@ public struct LegacySessionStats: Sendable, Equatable {
     /// Clears written to repaint the app (a change its commands cannot make one line at a time).
     public var repaints = 0
     /// Of `repaints`: the app's user drew while a repaint was being drawn, so its new lines stood
-    /// below its own older ones (drawn again as another user's); the page was drawn again.
+    /// below its own older ones (drawn again as another user's); the page was drawn again once
+    /// the user paused.
     public var reorderRepaints = 0
     /// Pen styles written again after the app's user picked a pen while one of ours was in flight.
     public var penReasserts = 0
@@ -111,6 +112,8 @@ public final class LegacySession {
     var appStroke: StrokeRef?
     /// The app's newest own line since its lines were last emptied (by a clear or a repaint).
     var newestOwnLine: StrokeID?
+    /// An own older line was shown above the app's newer ones: repaint when its user pauses.
+    var reorderWanted = false
     /// The latest drawing order of each author's strokes shown since the app's lines were last
     /// emptied (an upper bound: lines taken off since are not subtracted).
     var topShownOrder: [AuthorID: UInt64] = [:]

@@ -199,6 +199,7 @@ extension LegacySession {
         case .clear:
             guard mirror.clearAll() else { stats.drifts += 1; return }
             newestOwnLine = nil
+            reorderWanted = false
             topShownOrder = [:]
             pendingClear = false  // the app is empty: whatever the room cleared is gone here too
             submitPage()

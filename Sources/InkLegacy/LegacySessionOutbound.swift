@@ -206,11 +206,10 @@ extension LegacySession {
             if ref.author == author, let newest = newestOwnLine, LegacySession.isOlder(ref.stroke, than: newest),
                mirror.shown[StrokeRef(author: author, stroke: newest)] != nil {
                 // The app's user drew since its lines were emptied (while a repaint waited for
-                // it): its own older line would stand above its newer one, unlike on every other
-                // screen. The page is drawn again, in the board's order.
-                stats.reorderRepaints += 1
-                pendingRepaint = true
-                return produceRepaint(now: now)
+                // it): this older line of its own stands above its newer ones, unlike on every
+                // other screen. It is shown now; once the user pauses, the page is drawn again in
+                // the board's order (at once, every pause would be cut by a repaint).
+                reorderWanted = true
             }
             if ref.author != author, let above = linesAbove(ref) {
                 // Its author's later strokes are on the app already (it was redone, or drawn
@@ -224,6 +223,14 @@ extension LegacySession {
         if mirror.pen != ownPen || reassertPen {
             restorePen(now: now)
             return true
+        }
+        if reorderWanted {
+            guard let last = lastInputAt, now < last + configuration.quietAfterInput else {
+                reorderWanted = false
+                stats.reorderRepaints += 1
+                return produceRepaint(now: now)
+            }
+            return false  // dirty: again once the user was quiet for `quietAfterInput`
         }
         dirty = false
         return false
@@ -285,6 +292,7 @@ extension LegacySession {
 
     private func cleared(now: Instant) {
         newestOwnLine = nil
+        reorderWanted = false
         topShownOrder = [:]
         shownPoints = [:]
         clearWrittenAt = now
