@@ -75,6 +75,8 @@ public final class HYWhiteboardApp {
     /// latency measurements).
     public var recordsLineEnds = false
     public private(set) var lineEnds: [(at: Instant, first: LegacyAppScreen.Point, received: Bool)] = []
+    /// With `recordsLineEnds`: when each clear was received.
+    public private(set) var clearsReceived: [Instant] = []
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -269,7 +271,9 @@ public final class HYWhiteboardApp {
             vc.receivePen(color: HYText.integerValue(fields[1]), width: HYText.integerValue(fields[2]))
         case 4: _ = vc.cancel(.other)
         case 5: _ = try vc.resume(.other)
-        case 6: _ = vc.clearAll()
+        case 6:
+            _ = vc.clearAll()
+            if recordsLineEnds { clearsReceived.append(now) }
         default: break  // logged and ignored
         }
     }

@@ -33,14 +33,15 @@ public struct LegacyAppScreen: Hashable, Sendable, CustomStringConvertible {
     /// drawing order): every stroke as a line with its pen, its points thinned by the app's
     /// filter (a point within 6/768 of the last one kept on both axes is dropped; the first and
     /// the last are always kept: the last is the end the app gets).
-    public static func expected(from board: Board, page: PageID) -> [AuthorID: LegacyAppScreen] {
+    /// With `thinned: false` every point of the stroke is kept (see `ownLinesMatched`).
+    public static func expected(from board: Board, page: PageID, thinned: Bool = true) -> [AuthorID: LegacyAppScreen] {
         var out: [AuthorID: LegacyAppScreen] = [:]
         for stroke in board.visibleStrokes(on: page) where !stroke.points.isEmpty {
             var points = [Point(x: stroke.points[0].x, y: stroke.points[0].y)]
             var last = (Double(stroke.points[0].x) / 1e6, Double(stroke.points[0].y) / 1e6)
             for (i, p) in stroke.points.enumerated().dropFirst() {
                 let x = Double(p.x) / 1e6, y = Double(p.y) / 1e6
-                if abs(x - last.0) > HYWhiteboardScreen.difMin || abs(y - last.1) > HYWhiteboardScreen.difMin || i == stroke.points.count - 1 {
+                if !thinned || abs(x - last.0) > HYWhiteboardScreen.difMin || abs(y - last.1) > HYWhiteboardScreen.difMin || i == stroke.points.count - 1 {
                     points.append(Point(x: p.x, y: p.y))
                     last = (x, y)
                 }
@@ -63,6 +64,29 @@ public struct LegacyAppScreen: Hashable, Sendable, CustomStringConvertible {
             if next != part.lines.count { return false }
         }
         return true
+    }
+
+    /// This screen with each of its author's own lines that the app thinned differently put back
+    /// as the board's thinning (`own`: the author's lines thinned, `ownPoints`: with every point),
+    /// and how many were. The app thins its own line against one last point shared with the lines
+    /// it receives: a received line read while its user draws (our bytes were in flight when the
+    /// user started the stroke) changes which points within `difMin` of the one before it the app
+    /// keeps. Such a line is the board's line when it has the stroke's pen, first and last point
+    /// and only the stroke's points, in order (every device is within `difMin` of it).
+    public func ownLinesMatched(own: LegacyAppScreen, ownPoints: LegacyAppScreen) -> (screen: LegacyAppScreen, rethinned: Int) {
+        guard own.lines.count == ownPoints.lines.count else { return (self, 0) }
+        var out = self
+        var rethinned = 0
+        let exact = Set(own.lines.map(\.points))
+        for (i, line) in lines.enumerated() where !exact.contains(line.points) {
+            for (k, full) in ownPoints.lines.enumerated()
+            where full.color == line.color && full.width == line.width && full.eraser == line.eraser && line.isThinning(of: full) {
+                out.lines[i] = own.lines[k]
+                rethinned += 1
+                break
+            }
+        }
+        return (out, rethinned)
     }
 
     /// Why `interleaves(parts)` fails, for failure messages.
@@ -101,6 +125,18 @@ public struct LegacyAppScreen: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension LegacyAppScreen.Line {
+    /// Same first and last point, and only points of `full`, in its order.
+    func isThinning(of full: LegacyAppScreen.Line) -> Bool {
+        guard let first = points.first, first == full.points.first, points.last == full.points.last else { return false }
+        var k = 0
+        for p in points {
+            while k < full.points.count && full.points[k] != p { k += 1 }
+            guard k < full.points.count else { return false }
+            k += 1
+        }
+        return true
+    }
+
     var summary: String {
         let head = points.prefix(2).map { "(\($0.x),\($0.y))" }.joined()
         return "pen(\(color),\(width))\(eraser ? " eraser" : "") \(points.count) points \(head)"

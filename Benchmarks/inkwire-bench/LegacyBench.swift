@@ -293,6 +293,11 @@ func runLegacyLive(_ options: LegacyBenchOptions, lines: [TraceLine]) -> Bool {
     var p99s: [Double] = []
     var p50s: [Double] = []
     var all: [Double] = []
+    // Lines lifted less than `quietAfterInput` (1 s) after the member received a clear, and shown
+    // after it: the session holds new lines that long after a clear it wrote (LegacySession).
+    var afterClear: [Double] = []
+    var rest: [Double] = []
+    var watchers: [Double] = []
     var desyncs = 0
     var ignored = 0
     var touches = 0
@@ -303,9 +308,14 @@ func runLegacyLive(_ options: LegacyBenchOptions, lines: [TraceLine]) -> Bool {
             touches += app.model.touchesAccepted + app.model.touchesIgnored
         }
         var latencies: [Double] = []
+        let hold = LegacySessionConfiguration().quietAfterInput
+        var seen = Set<LegacyAppScreen.Point>()  // a line drawn again (a repaint) counts once, when first shown
         for e in app.model.lineEnds where e.received {
-            guard let lifted = ends[e.first], e.at >= lifted else { continue }
-            latencies.append(Double(e.at.microseconds - lifted.microseconds) / 1000)
+            guard let lifted = ends[e.first], e.at >= lifted, seen.insert(e.first).inserted else { continue }
+            let ms = Double(e.at.microseconds - lifted.microseconds) / 1000
+            latencies.append(ms)
+            if app.model.clearsReceived.contains(where: { $0 <= e.at && lifted < $0 + hold }) { afterClear.append(ms) } else { rest.append(ms) }
+            if i >= options.drawers { watchers.append(ms) }
         }
         all += latencies
         let p50 = legacyPercentile(latencies, 0.5), p99 = legacyPercentile(latencies, 0.99)
@@ -318,12 +328,22 @@ func runLegacyLive(_ options: LegacyBenchOptions, lines: [TraceLine]) -> Bool {
     print("{\"bench\":\"legacy-live\",\"apps\":\(options.apps),\"drawers\":\(options.drawers),\"seconds\":\(legacyFixed(seconds, 1)),\"desyncs\":\(desyncs),"
           + "\"end_to_shown_ms_p50\":\(legacyFixed(legacyPercentile(all, 0.5), 1)),\"end_to_shown_ms_p99\":\(legacyFixed(legacyPercentile(all, 0.99), 1)),"
           + "\"member_p99_ms_min\":\(legacyFixed(p99s.min() ?? 0, 1)),\"member_p99_ms_median\":\(legacyFixed(legacyPercentile(p99s, 0.5), 1)),\"member_p99_ms_max\":\(legacyFixed(p99s.max() ?? 0, 1)),"
+          + "\"after_clear_lines\":\(afterClear.count),\"after_clear_ms_p50\":\(legacyFixed(legacyPercentile(afterClear, 0.5), 1)),"
+          + "\"other_lines\":\(rest.count),\"other_ms_p50\":\(legacyFixed(legacyPercentile(rest, 0.5), 1)),\"other_ms_p99\":\(legacyFixed(legacyPercentile(rest, 0.99), 1)),"
+          + "\"watchers_ms_p50\":\(legacyFixed(legacyPercentile(watchers, 0.5), 1)),\"watchers_ms_p99\":\(legacyFixed(legacyPercentile(watchers, 0.99), 1)),"
           + "\"drawer_touches_ignored\":\(ignored),\"drawer_touches\":\(touches),\"daemon_cpu_percent\":\(legacyFixed(cpu, 1)),\"daemon_rss_mb\":\(legacyFixed(daemon.peakRSSMegabytes, 1))}")
     print("")
     print("| live: apps, drawing | desyncs | lifted pen -> line on a member p50 / p99 ms (all) | per-member p99 min / median / max ms | drawers' touches ignored | daemon CPU % | RSS MB |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     print("| \(options.apps), \(options.drawers) | \(desyncs) | \(legacyFixed(legacyPercentile(all, 0.5), 1)) / \(legacyFixed(legacyPercentile(all, 0.99), 1)) | "
           + "\(legacyFixed(p99s.min() ?? 0, 1)) / \(legacyFixed(legacyPercentile(p99s, 0.5), 1)) / \(legacyFixed(p99s.max() ?? 0, 1)) | \(ignored) of \(touches) | \(legacyFixed(cpu, 1)) | \(legacyFixed(daemon.peakRSSMegabytes, 1)) |")
+    print("")
+    print("| lines (all members) | count | p50 ms | p90 ms | p99 ms | max ms |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for (name, values) in [("all", all), ("lifted < 1 s after the member got a clear", afterClear), ("the others", rest), ("on watchers (never drawing)", watchers)] {
+        print("| \(name) | \(values.count) | \(legacyFixed(legacyPercentile(values, 0.5), 1)) | \(legacyFixed(legacyPercentile(values, 0.9), 1)) | "
+              + "\(legacyFixed(legacyPercentile(values, 0.99), 1)) | \(legacyFixed(values.max() ?? 0, 1)) |")
+    }
     return desyncs == 0
 }
 

@@ -38,6 +38,10 @@ public struct LegacySessionStats: Sendable, Equatable {
     public var linesHidden = 0
     /// Clears written to repaint the app (a change its commands cannot make one line at a time).
     public var repaints = 0
+    /// Of `repaints`: the app's user drew while a repaint was being drawn, so its new lines stood
+    /// below its own older ones (drawn again as another user's); the page was drawn again once
+    /// the user paused.
+    public var reorderRepaints = 0
     /// Pen styles written again after the app's user picked a pen while one of ours was in flight.
     public var penReasserts = 0
     /// The app reported an action its state (as we know it) cannot have produced.
@@ -106,6 +110,13 @@ public final class LegacySession {
     var drawing = false
     /// The app's latest own stroke.
     var appStroke: StrokeRef?
+    /// The app's newest own line since its lines were last emptied (by a clear or a repaint).
+    var newestOwnLine: StrokeID?
+    /// An own older line was shown above the app's newer ones: repaint when its user pauses.
+    var reorderWanted = false
+    /// The latest drawing order of each author's strokes shown since the app's lines were last
+    /// emptied (an upper bound: lines taken off since are not subtracted).
+    var topShownOrder: [AuthorID: UInt64] = [:]
     var lastInputAt: Instant?
     /// The app just reported the end of its stroke (or a button): writes are safe until then.
     var safeUntil: Instant?
@@ -134,7 +145,7 @@ public final class LegacySession {
     var pendingClear = false
     var pendingRepaint = false
     /// Strokes that may need showing (ended, stale, redone, or taken off to reach a line below).
-    var candidates: Set<StrokeRef> = []
+    var candidates = LegacyShowQueue()
     /// Every stroke's place in the board's drawing order (the order strokes are shown in).
     var drawnOrder: [StrokeRef: UInt64] = [:]
     var orderCounter: UInt64 = 0
@@ -179,6 +190,9 @@ public final class LegacySession {
 
     func advance(_ now: Instant) { if now > lastNow { lastNow = now } }
 
+    /// `ref` may need showing, in its place in the drawing order.
+    func addCandidate(_ ref: StrokeRef) { candidates.insert(ref, order: drawnOrder[ref] ?? .max) }
+
     /// The page the app shows: the presented one, else the first.
     var shownPage: PageID { board.presentedPage ?? .first }
     var screenReadyAt: Instant { openedAt + configuration.screenWait }
@@ -206,7 +220,7 @@ public final class LegacySession {
         consider((lastChunkSent ?? openedAt) + configuration.heartbeatInterval)
         if author != nil && dirty {
             consider(screenReadyAt)
-            if let last = lastInputAt, !drawing { consider(last + configuration.quietAfterInput) }
+            if let last = lastInputAt { consider(last + (drawing ? configuration.staleStroke : configuration.quietAfterInput)) }
             consider(linesHeldUntil)
         }
         for edit in pendingEdits where !edit.afterNextEnd { consider(edit.deadline) }

@@ -148,7 +148,14 @@ extension LegacySession {
                 // because it had no line left, so our clear reached it in that stroke, after
                 // the points we placed behind it. Its lines are what it drew since.
                 mirror.clearAll()
+                topShownOrder = [:]
                 rebuildShow = true
+                stats.drifts += 1
+            } else if phase == .start && drawing {
+                // A start with no end before it otherwise: the app ignored its user's end while
+                // a received line was open, or a clear we wrote reached it during that stroke and
+                // its end became a start there. Its lines may not be what we think: repaint.
+                pendingRepaint = true
                 stats.drifts += 1
             }
             drawing = phase != .end
@@ -180,7 +187,7 @@ extension LegacySession {
             if let stroke = line.stroke {
                 // Its own line: undone everywhere. Another author's (its pointer is stale after
                 // a clear): the app took it off its own screen only, so it is drawn again.
-                if stroke.author == author { submit(.undo(stroke.stroke)) } else { candidates.insert(stroke) }
+                if stroke.author == author { submit(.undo(stroke.stroke)) } else { addCandidate(stroke) }
             }
         case .redo:
             switch mirror.resume(.mine) {
@@ -191,6 +198,9 @@ extension LegacySession {
             }
         case .clear:
             guard mirror.clearAll() else { stats.drifts += 1; return }
+            newestOwnLine = nil
+            reorderWanted = false
+            topShownOrder = [:]
             pendingClear = false  // the app is empty: whatever the room cleared is gone here too
             submitPage()
             submit(.clear)
@@ -212,6 +222,7 @@ extension LegacySession {
         let ref = nextRef(author)
         nextStroke = nextStroke &+ 1 == 0 ? 1 : nextStroke &+ 1
         mirror.start(.mine, stroke: ref)
+        newestOwnLine = ref.stroke
         appStroke = ref
         submit(.point(StrokePoint(stroke: ref.stroke, tool: tool, phase: .start, x: x, y: y)))
     }

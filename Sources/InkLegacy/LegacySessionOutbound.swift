@@ -35,11 +35,11 @@ extension LegacySession {
             case .point:
                 guard let ref, let stroke = board.stroke(ref) else { break }
                 if own {
-                    if unechoed == 0 && mirror.shown[ref] == nil { candidates.insert(ref) }
+                    if unechoed == 0 && mirror.shown[ref] == nil { addCandidate(ref) }
                     break
                 }
                 staleForeign.remove(ref)
-                if stroke.isEnded { openForeign[ref] = nil; candidates.insert(ref) } else { openForeign[ref] = now }
+                if stroke.isEnded { openForeign[ref] = nil; addCandidate(ref) } else { openForeign[ref] = now }
                 if mirror.shown[ref] != nil { checkShown = true }  // more points on a line the app has
             case .clear:
                 // Another author cleared a page; the app must see it when it shows that page.
@@ -48,7 +48,7 @@ extension LegacySession {
             case .undo, .erase:
                 checkShown = true
             case .redo(let id):
-                candidates.insert(StrokeRef(author: batchAuthor, stroke: id))
+                addCandidate(StrokeRef(author: batchAuthor, stroke: id))
             default:
                 break
             }
@@ -57,7 +57,7 @@ extension LegacySession {
         if openForeign.count > 4096 { openForeign = openForeign.filter { board.stroke($0.key)?.isEnded == false } }
         if own && unechoed == 0 && !ownUnshown.isEmpty {
             // Own strokes the app does not show (its lines went in a clear): as "other" lines.
-            for ref in ownUnshown where mirror.shown[ref] == nil { candidates.insert(ref) }
+            for ref in ownUnshown where mirror.shown[ref] == nil { addCandidate(ref) }
             ownUnshown = []
         }
         dirty = true
@@ -74,7 +74,7 @@ extension LegacySession {
             openForeign[ref] = nil
             if board.stroke(ref)?.isEnded == false {
                 staleForeign.insert(ref)
-                candidates.insert(ref)
+                addCandidate(ref)
             }
             dirty = true
         }
@@ -149,7 +149,9 @@ extension LegacySession {
     /// Whether the app's user may be drawing (or about to, unseen): write nothing that changes
     /// its lines or pen then.
     private func mayWrite(now: Instant) -> Bool {
-        if drawing { return false }
+        // A stroke with no point for `staleStroke` lost its end (the app turned it into a start
+        // after a clear, or ignored it while a received line was open): its user is not drawing.
+        if drawing, let last = lastInputAt, now < last + configuration.staleStroke { return false }
         if let safe = safeUntil, now <= safe { return true }
         guard let last = lastInputAt else { return true }
         return now >= last + configuration.quietAfterInput
@@ -189,28 +191,46 @@ extension LegacySession {
             drawnOrder = [:]
             for stroke in board.strokes(on: shownPage) {
                 drawnOrder[stroke.ref] = nextOrder()
-                if stroke.isVisible && mirror.shown[stroke.ref] == nil { candidates.insert(stroke.ref) }
+                if stroke.isVisible && mirror.shown[stroke.ref] == nil { addCandidate(stroke.ref) }
             }
+            candidates.reorder { drawnOrder[$0] ?? .max }
         }
         // The first stroke, in the board's drawing order, that the app should show and does not.
-        var best: (order: UInt64, stroke: Board.Stroke)?
-        var done: [StrokeRef] = []
-        for ref in candidates {
-            guard let stroke = board.stroke(ref), stroke.isVisible, stroke.page == shownPage, mirror.shown[ref] == nil,
-                  !stroke.points.isEmpty else { done.append(ref); continue }
-            guard showable(stroke, author: author) else { continue }
-            let order = drawnOrder[ref] ?? .max
-            if best == nil || order < best!.order { best = (order, stroke) }
+        let page = shownPage
+        let next = candidates.first { ref in
+            guard let stroke = board.stroke(ref), stroke.isVisible, stroke.page == page, mirror.shown[ref] == nil,
+                  !stroke.points.isEmpty else { return .drop }
+            return showable(stroke, author: author) ? .take : .keep
         }
-        for ref in done { candidates.remove(ref) }
-        if let best {
-            candidates.remove(best.stroke.ref)
-            show(best.stroke, now: now)
+        if let ref = next, let stroke = board.stroke(ref) {
+            if ref.author == author, let newest = newestOwnLine, LegacySession.isOlder(ref.stroke, than: newest),
+               mirror.shown[StrokeRef(author: author, stroke: newest)] != nil {
+                // The app's user drew since its lines were emptied (while a repaint waited for
+                // it): this older line of its own stands above its newer ones, unlike on every
+                // other screen. It is shown now; once the user pauses, the page is drawn again in
+                // the board's order (at once, every pause would be cut by a repaint).
+                reorderWanted = true
+            }
+            if ref.author != author, let above = linesAbove(ref) {
+                // Its author's later strokes are on the app already (it was redone, or drawn
+                // again after being taken off): they come off first and follow it.
+                return takeOff(above, now: now)
+            }
+            candidates.remove(ref)
+            show(stroke, now: now)
             return true
         }
         if mirror.pen != ownPen || reassertPen {
             restorePen(now: now)
             return true
+        }
+        if reorderWanted {
+            guard let last = lastInputAt, now < last + configuration.quietAfterInput else {
+                reorderWanted = false
+                stats.reorderRepaints += 1
+                return produceRepaint(now: now)
+            }
+            return false  // dirty: again once the user was quiet for `quietAfterInput`
         }
         dirty = false
         return false
@@ -233,6 +253,12 @@ extension LegacySession {
         }
         misshown = []
         guard !hide.isEmpty else { return false }
+        return takeOff(hide, now: now)
+    }
+
+    /// Takes the lines at `hide` off the app by undoing its top "other" lines down to them (the
+    /// lines above come back as candidates), or repaints when that chain does not reach them.
+    private func takeOff(_ hide: Set<Int>, now: Instant) -> Bool {
         guard let steps = walk(toHide: hide) else {
             pendingRepaint = true
             return produceRepaint(now: now)
@@ -240,7 +266,7 @@ extension LegacySession {
         for _ in 0..<steps {
             if let line = mirror.cancel(.other), let ref = line.stroke {
                 shownPoints[ref] = nil
-                candidates.insert(ref)
+                addCandidate(ref)
             }
             queue(.undo)
         }
@@ -258,7 +284,16 @@ extension LegacySession {
         return true
     }
 
+    /// Whether the app's stroke `a` came before `b` (its stroke numbers count up and wrap).
+    static func isOlder(_ a: StrokeID, than b: StrokeID) -> Bool {
+        let distance = b.rawValue &- a.rawValue
+        return distance != 0 && distance < 1 << 31
+    }
+
     private func cleared(now: Instant) {
+        newestOwnLine = nil
+        reorderWanted = false
+        topShownOrder = [:]
         shownPoints = [:]
         clearWrittenAt = now
         linesHeldUntil = now + configuration.quietAfterInput
@@ -309,10 +344,25 @@ extension LegacySession {
         }
         if last == 0 { queue(.point(tool: stroke.tool, x: stroke.points[0].x, y: stroke.points[0].y, phase: .end)) }
         frameEndsShow = true
+        if let order = drawnOrder[stroke.ref] { topShownOrder[stroke.ref.author] = max(topShownOrder[stroke.ref.author] ?? 0, order) }
         mirror.start(.other, stroke: stroke.ref)
         shownPoints[stroke.ref] = stroke.points.count
         openForeign[stroke.ref] = nil
         stats.strokesShown += 1
+    }
+
+    /// The app's lines of `ref`'s author that come after it in the drawing order; nil when none.
+    private func linesAbove(_ ref: StrokeRef) -> Set<Int>? {
+        let order = drawnOrder[ref] ?? .max
+        guard let top = topShownOrder[ref.author], top > order else { return nil }
+        var above = Set<Int>()
+        var below: UInt64 = 0
+        for (index, line) in mirror.lines.enumerated() {
+            guard let r = line.stroke, r.author == ref.author, mirror.shown[r] == index, let o = drawnOrder[r] else { continue }
+            if o > order { above.insert(index) } else { below = max(below, o) }
+        }
+        if above.isEmpty { topShownOrder[ref.author] = below }
+        return above.isEmpty ? nil : above
     }
 
     /// Gives the app's user back the pen it picked (a received pen style becomes the app's own).
