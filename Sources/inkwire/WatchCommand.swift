@@ -141,6 +141,11 @@ func jsonLine(_ batch: DeliveredBatch, _ timed: TimedCommand) -> [UInt8] {
         case .unlock: fields += ",\"cmd\":\"unlock\""
         case .presentPage(let p): fields += ",\"cmd\":\"presentPage\",\"page\":\(p.rawValue)"
         }
+    case .background(let b):
+        fields += ",\"cmd\":\"background\",\"page\":\(b.page.rawValue)"
+        if let image = b.image {
+            fields += ",\"image\":\"\(image.hash.hex)\",\"width\":\(image.width),\"height\":\(image.height),\"fit\":\"\(image.fit.name)\""
+        }
     case .unknown(let kind, let payload): fields += ",\"cmd\":\"unknown\",\"kind\":\(kind.rawValue),\"bytes\":\(payload.count)"
     }
     if batch.fromSync { fields += ",\"sync\":true" }
