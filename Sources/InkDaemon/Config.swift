@@ -61,6 +61,10 @@ public struct DaemonConfig: Sendable, Equatable {
     /// A room's kept history (payload bytes of its stored batches) stays under this; a batch
     /// past it is refused with `historyFull` (`--max-room-history-bytes`).
     public var maxRoomHistoryBytes = StoreLimits().maxRoomHistoryBytes
+    /// Largest background image one upload stores (`--max-background-bytes`).
+    public var maxBackgroundBytes = StoreLimits().maxBlobBytes
+    /// Background image bytes one room stores in all (`--room-background-quota-bytes`).
+    public var roomBackgroundQuotaBytes = StoreLimits().maxRoomBlobBytes
     /// A room with no batch for this long and no member is deleted (0: never; `--room-idle-expiry`).
     public var roomIdleExpiryMs = StoreLimits().idleRoomExpiryMs
     /// Test knob: the store's backlog bound in writes (`--store-backlog-ops`).
@@ -273,6 +277,10 @@ extension DaemonConfig {
         }
         config.configFile = one("config")
         config.maxRoomHistoryBytes = try number(one("max-room-history-bytes"), "max-room-history-bytes", 1024...(1 << 40), config.maxRoomHistoryBytes)
+        config.maxBackgroundBytes = try number(one("max-background-bytes"), "max-background-bytes", 1024...Int(SessionMessageCodec.maxBlobBytes),
+                                               config.maxBackgroundBytes)
+        config.roomBackgroundQuotaBytes = try number(one("room-background-quota-bytes"), "room-background-quota-bytes", 1024...(1 << 40),
+                                                     config.roomBackgroundQuotaBytes)
         if let text = one("room-idle-expiry") { config.roomIdleExpiryMs = try duration(text, flag: "room-idle-expiry") }
         if let text = one("store-backlog-ops") { config.storeBacklogOps = try number(text, "store-backlog-ops", 2...1_000_000, 0) }
         var limits = DaemonLimits()

@@ -46,6 +46,8 @@ public struct ConfigFlag: Sendable {
         ConfigFlag("durability", "MODE", "always | batch | off: when a batch counts as durable (default batch)"),
         ConfigFlag("retain", "WHAT", "full | board: keep every batch, or compact to the board (default board)"),
         ConfigFlag("max-room-history-bytes", "BYTES", "history one room keeps (stored batch payloads); a batch past it is refused (default \(StoreLimits().maxRoomHistoryBytes); reloaded on SIGHUP)"),
+        ConfigFlag("max-background-bytes", "BYTES", "largest background image (JPEG or PNG) one upload may store (default \(StoreLimits().maxBlobBytes))"),
+        ConfigFlag("room-background-quota-bytes", "BYTES", "background image bytes one room stores in all (default \(StoreLimits().maxRoomBlobBytes))"),
         ConfigFlag("room-idle-expiry", "DURATION", "delete a room with no batch and no member for this long: 90s, 15m, 12h, 30d; 0 never (default 30d; reloaded on SIGHUP)"),
         ConfigFlag("token-secret-file", "FILE", "HMAC-SHA256 secret for join tokens; without it rooms are open (reloaded on SIGHUP)", reloadable: true),
         ConfigFlag("key-file", "FILE", "the daemon's private key, 64 hex digits (e.g. a systemd credential); never written (default: daemon-key in --data-dir, created mode 0600)"),

@@ -105,6 +105,8 @@ public final class Daemon {
         options.limits.maxRooms = max(options.limits.maxRooms, config.limits.maxRooms)
         options.limits.maxRoomHistoryBytes = config.maxRoomHistoryBytes
         options.limits.idleRoomExpiryMs = config.roomIdleExpiryMs
+        options.limits.maxBlobBytes = config.maxBackgroundBytes
+        options.limits.maxRoomBlobBytes = config.roomBackgroundQuotaBytes
         if let ops = config.storeBacklogOps { options.limits.maxPendingOps = ops }
         options.onDurable = { [wakeup] in wakeup.wake() }
         // A bridged home publishes each batch once durable: its remote members wait for the commit.
@@ -130,7 +132,8 @@ public final class Daemon {
         authorizer = DaemonAuthorizer(verifier: tokenVerifier)
         do {
             driver = try RelayDriver(loop: loop, store: store, logger: logger, metrics: metrics, limits: config.limits, authorizer: authorizer,
-                                 maxRoomHistoryBytes: config.maxRoomHistoryBytes, bridged: config.bridge != nil)
+                                 maxRoomHistoryBytes: config.maxRoomHistoryBytes, maxBackgroundBytes: config.maxBackgroundBytes,
+                                 bridged: config.bridge != nil)
         } catch {
             throw .startFailed("relay timer: \(error)")
         }
