@@ -48,6 +48,14 @@ public struct LegacyBinding: Sendable, Equatable {
     public static let maxNetworks = 64
 }
 
+/// One `--legacy-upload HOST:PORT[=ROOM][@CIDR,...]` listener.
+public struct LegacyUploadBinding: Sendable, Equatable {
+    public var address: SocketAddress
+    /// Nil: each upload goes to the room of the app's own legacy board connection.
+    public var room: String?
+    public var networks: [AddressPrefix] = []
+}
+
 /// What `inkwired` was asked to do.
 public struct DaemonConfig: Sendable, Equatable {
     public var udp: [SocketAddress] = [SocketAddress("[::]:\(ConfigFlag.defaultPort)")!]
@@ -55,6 +63,8 @@ public struct DaemonConfig: Sendable, Equatable {
     public var legacy: [LegacyBinding] = []
     /// `--legacy-connect`: apps in server mode inkwired connects to (and again, with backoff).
     public var legacyConnect: [LegacyBinding] = []
+    /// `--legacy-upload HOST:PORT[=ROOM][@CIDR,...]`: the app's image upload listeners.
+    public var legacyUpload: [LegacyUploadBinding] = []
     public var dataDir = ConfigFlag.defaultDataDir
     public var durability = Durability.batch
     public var retain = Retention.board
@@ -226,6 +236,10 @@ extension DaemonConfig {
         }
         if let list = values["udp"] { config.udp = try addresses(list, flag: "udp") }
         if let list = values["tcp"] { config.tcp = try addresses(list, flag: "tcp") }
+        if let list = values["legacy-upload"] {
+            config.legacyUpload = []
+            for text in list { config.legacyUpload.append(try legacyUploadBinding(text)) }
+        }
         if let list = values["legacy"] {
             config.legacy = []
             for text in list { try addLegacyListener(text, to: &config.legacy) }
@@ -347,6 +361,24 @@ extension DaemonConfig {
         var binding = try legacyBinding(String(text[..<at]), flag: "legacy")
         binding.networks = try legacyNetworks(text[text.index(after: at)...], whole: text)
         bindings.append(binding)
+    }
+
+    /// `HOST:PORT`, `HOST:PORT=ROOM`, either with `@CIDR,CIDR...`.
+    private static func legacyUploadBinding(_ text: String) throws(ConfigError) -> LegacyUploadBinding {
+        var head = Substring(text)
+        var networks: [AddressPrefix] = []
+        if let at = text.lastIndex(of: "@") {
+            networks = try legacyNetworks(text[text.index(after: at)...], whole: text)
+            head = text[..<at]
+        }
+        if head.contains("=") {
+            let binding = try legacyBinding(String(head))
+            return LegacyUploadBinding(address: binding.address, room: binding.room, networks: networks)
+        }
+        guard let address = SocketAddress(String(head)) else {
+            throw ConfigError("--legacy-upload '\(text)': expected HOST:PORT[=ROOM][@CIDR,CIDR...]")
+        }
+        return LegacyUploadBinding(address: address, room: nil, networks: networks)
     }
 
     private static func legacyNetworks(_ list: Substring, whole: String) throws(ConfigError) -> [AddressPrefix] {

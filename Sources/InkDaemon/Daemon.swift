@@ -39,6 +39,7 @@ public final class Daemon {
     var handshakes: RateBudget
     var legacyListeners: [LegacyListener] = []
     var legacyConnectors: [LegacyConnector] = []
+    var legacyUploadListeners: [LegacyUploadListener] = []
     var udp: [UDPTransport] = []
     var tcp: [TCPTransport] = []
     var metricsServer: MetricsServer?
@@ -226,6 +227,7 @@ public final class Daemon {
             "tcp": joined(tcp.compactMap { $0.localAddress?.description }),
             "legacy": joined(legacy),
             "legacy_connect": joined(connect),
+            "legacy_upload": joined(legacyUploadListeners.compactMap { l in l.localAddress.map { "\($0)" + (l.room.map { "=\($0)" } ?? "") } }),
             "metrics": metricsServer?.localAddress?.description ?? "off",
             "web": joined(web.compactMap { $0.localAddress?.description }),
             "bridge_id": bridge?.core.configuration.daemonID ?? "off",

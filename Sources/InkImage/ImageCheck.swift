@@ -16,6 +16,12 @@ public struct ImageInfo: Hashable, Sendable {
     public var format: ImageFormat
     public var width: UInt32
     public var height: UInt32
+
+    public init(format: ImageFormat, width: UInt32, height: UInt32) {
+        self.format = format
+        self.width = width
+        self.height = height
+    }
 }
 
 public enum ImageCheckError: Error, Equatable, CustomStringConvertible {
