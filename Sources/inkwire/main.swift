@@ -33,13 +33,15 @@ let subcommands: [Subcommand] = [
           --speed N         playback speed factor (default 1)
         """, run: runSendCommand),
     Subcommand(name: "watch", summary: "print a room's commands as they arrive", help: """
-        usage: inkwire watch --server URL --room NAME [--format legacy|json] [--count N] [--idle-exit SECONDS]
+        usage: inkwire watch --server URL --room NAME [--format legacy|json] [--count N] [--idle-exit SECONDS] [--backgrounds-dir DIR]
         Joins as a viewer, gets the whole board first (its digest is checked), then prints every command in
         room order: the app's CSV text (legacy) or one JSON object per line.
         \(clientOptionsHelp)
           --format FORMAT   legacy (default) or json
           --count N         exit 0 after N commands
           --idle-exit S     exit 0 after S seconds without a command
+          --backgrounds-dir DIR  fetch the board's background images (after the strokes) and write each
+                            as DIR/SHA256.jpg or .png
         """, run: runWatchCommand),
     Subcommand(name: "export", summary: "write a room's whole history as a trace", help: """
         usage: inkwire export --server URL --room NAME [--format trace] > lesson.csv
