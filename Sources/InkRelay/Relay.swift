@@ -80,6 +80,8 @@ public final class Relay {
     public weak var blobs: (any RoomBlobs)?
     /// Blobs members are fetching, least recently used first (`RelayLimits.blobCacheBytes`).
     var blobCache: [(key: BlobKey, bytes: [UInt8])] = []
+    /// Bytes held by the members' uploads under way (`RelayLimits.maxUploadBytesHeld`).
+    var uploadBytesHeld = 0
 
     var rooms: [String: RoomState] = [:]
     var sessions: [SessionID: SessionState] = [:]
@@ -318,6 +320,7 @@ public final class Relay {
         tokenExpiries[session] = nil
         event(.sessionClosed(session))
         guard let m = state.member, let room = rooms[m.room] else { return }
+        if let upload = m.upload { uploadBytesHeld -= upload.bytes.count }
         room.sessions.removeAll { $0 == session }
         event(.memberLeft(room: m.room, session: session))
         let stillThere = room.sessions.contains { sessions[$0]?.member?.user == m.user }

@@ -65,7 +65,7 @@ extension Relay {
             return
         }
         if offset == 0 {
-            m.upload = nil
+            dropUpload(m)
             if let known = blobs.imageSize(room: m.room, hash: hash) {
                 send(session, .blobStored(hash: hash, width: known.width, height: known.height))
                 return
@@ -75,23 +75,29 @@ extension Relay {
                 return
             }
             m.upload = BlobUpload(hash: hash, size: size, bytes: [])
-            m.upload!.bytes.reserveCapacity(Int(size))
         }
         guard var upload = m.upload else {
             // The rest of an upload already answered (known blob) or refused: ignored.
             return
         }
         guard upload.hash == hash, upload.size == size, Int(offset) == upload.bytes.count else {
-            m.upload = nil
+            dropUpload(m)
             refuse(session, .blobRefused, originSeq: 0, text: "image parts out of order (offset \(offset), have \(upload.bytes.count))")
+            return
+        }
+        guard uploadBytesHeld + data.count <= limits.maxUploadBytesHeld else {
+            dropUpload(m)
+            refuse(session, .storageUnavailable, originSeq: 0, text: "too many image uploads under way: send it again later")
             return
         }
         m.upload = nil  // no second copy while appending
         upload.bytes += data
+        uploadBytesHeld += data.count
         guard upload.bytes.count == Int(upload.size) else {
             m.upload = upload
             return
         }
+        uploadBytesHeld -= upload.bytes.count
         switch blobs.storeImage(room: m.room, hash: hash, bytes: upload.bytes, now: now) {
         case .success(let size):
             event(.blobStored(room: m.room, hash: hash, bytes: upload.bytes.count))
@@ -100,6 +106,12 @@ extension Relay {
             event(.blobRefused(room: m.room, session: session, text: refusal.text))
             refuse(session, refusal.code, originSeq: 0, text: refusal.text)
         }
+    }
+
+    /// Forgets the member's upload under way, if any.
+    func dropUpload(_ m: MemberState) {
+        if let upload = m.upload { uploadBytesHeld -= upload.bytes.count }
+        m.upload = nil
     }
 
     func handleBlobRequest(hash: BlobHash, firstChunk: UInt32, from session: SessionID) {

@@ -70,6 +70,9 @@ public struct RelayLimits: Sendable, Equatable {
     /// Unacknowledged `blobChunk`s per member: with 16 KiB chunks, at most 128 KiB of a
     /// background is queued ahead of a live stroke on the member's session.
     public var blobChunksInFlight: UInt32 = 8
+    /// Bytes of uploads under way, over every session: a part past it is refused (try later),
+    /// so sessions that start uploads and stall cannot hold the daemon's memory.
+    public var maxUploadBytesHeld = 64 * 1024 * 1024
     /// Blob fetches one member may have waiting; a request past it is refused.
     public var maxBlobFetchesPerMember = 16
     /// Bytes of blobs the relay keeps in memory for members fetching them (one copy shared by

@@ -218,3 +218,29 @@ private func background(_ bytes: [UInt8], page: PageID = .first) -> Command {
     #expect(teacher.errors.count == 6)
     #expect(h.appended.count == 1, "only the good background is in the log")
 }
+
+/// Uploads under way hold at most `maxUploadBytesHeld` over every session: a stalled upload
+/// cannot hold more, and its bytes are freed when its session goes.
+@Test func uploadsUnderWayAreBoundedOverAllSessions() {
+    var limits = RelayLimits()
+    limits.maxUploadBytesHeld = 25_000
+    let h = Harness(limits: limits)
+    let blobs = FakeBlobs()
+    h.relay.blobs = blobs
+    var a = Member(h, 1, user: "a", role: .teacher)
+    var b = Member(h, 2, user: "b", role: .presenter)
+    a.run(h)
+    b.run(h)
+    let big = image(40_000, seed: 5)
+    // a stalls after 20 000 bytes; b's upload then passes the bound and is refused.
+    for offset in stride(from: 0, to: 20_000, by: 10_000) {
+        h.deliver(.blobPut(hash: testHash(big), size: 40_000, offset: UInt32(offset), data: Array(big[offset..<offset + 10_000])), from: a.session)
+    }
+    b.upload(h, image(12_000, seed: 6), part: 6000)
+    #expect(b.errors == [.storageUnavailable])
+    // a goes away: its bytes are freed, and b's upload goes through.
+    h.relay.handleSessionClosed(a.session, now: h.now)
+    h.drain()
+    b.upload(h, image(12_000, seed: 6), part: 6000)
+    #expect(b.stored == [testHash(image(12_000, seed: 6))])
+}
