@@ -372,7 +372,7 @@ extension DaemonConfig {
             head = text[..<at]
         }
         if head.contains("=") {
-            let binding = try legacyBinding(String(head))
+            let binding = try legacyBinding(String(head), flag: "legacy-upload")
             return LegacyUploadBinding(address: binding.address, room: binding.room, networks: networks)
         }
         guard let address = SocketAddress(String(head)) else {

@@ -141,7 +141,7 @@ final class LegacyUpload: RelaySessionTransport {
 
     private func heartbeat() {
         _ = try? connection.write(LegacyFrame.heartbeat.bytes)
-        nextHeartbeat = context.loop.now + context.heartbeatMicroseconds
+        nextHeartbeat = context.loop.now + UInt64(context.sessionConfiguration.heartbeatInterval.microseconds)
     }
 
     private func armTimer() {
