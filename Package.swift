@@ -32,6 +32,8 @@ let package = Package(
         .systemLibrary(name: "CSSL", path: "Sources/CSSL", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CENet", path: "Sources/CENet", pkgConfig: "libenet", providers: [.apt(["libenet-dev"])]),
         .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(name: "CPNG", path: "Sources/CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(name: "CTurboJPEG", path: "Sources/CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
 
         // The build's version and commit (VERSION, git), stamped before every build.
         .plugin(name: "VersionStamp", capability: .buildTool(), path: "Plugins/VersionStamp"),
@@ -54,14 +56,16 @@ let package = Package(
         // IO and storage.
         .target(name: "InkStore", dependencies: ["InkCodec", "CSQLite"]),
         .target(name: "InkUV", dependencies: ["CLibUV"], swiftSettings: releaseExclusivityUnchecked),
+        /// Background images: a JPEG or PNG checked by decoding it (libturbojpeg, libpng).
+        .target(name: "InkImage", dependencies: ["CPNG", "CTurboJPEG"]),
         // The primitives of sealed sessions, from OpenSSL and libsodium (injected into the pure core).
         .target(name: "InkCrypto", dependencies: ["InkProtocol", "CCrypto", "CSodium"], swiftSettings: releaseExclusivityUnchecked),
-        .target(name: "InkDaemon", dependencies: ["InkCodec", "InkProtocol", "InkRelay", "InkLegacy", "InkStore", "InkUV", "InkVersion", "InkCrypto", "InkWeb", "InkWebAssets", "CCrypto", "CSSL", "CMosquitto"],
+        .target(name: "InkDaemon", dependencies: ["InkCodec", "InkProtocol", "InkRelay", "InkLegacy", "InkStore", "InkUV", "InkVersion", "InkCrypto", "InkWeb", "InkWebAssets", "InkImage", "CCrypto", "CSSL", "CMosquitto"],
                 swiftSettings: releaseExclusivityUnchecked),
 
         // Programs.
         .executableTarget(name: "inkwired", dependencies: ["InkDaemon"]),
-        .executableTarget(name: "inkwire", dependencies: ["InkCodec", "InkProtocol", "InkUV", "InkDaemon", "InkClient", "InkVersion", "InkCrypto"]),
+        .executableTarget(name: "inkwire", dependencies: ["InkCodec", "InkProtocol", "InkUV", "InkDaemon", "InkClient", "InkVersion", "InkCrypto", "InkImage", "InkWeb"]),
         .executableTarget(name: "inkwire-sim", dependencies: ["InkSim", "InkProtocol"]),
         .target(name: "MQTTChaos", path: "Benchmarks/MQTTChaos"),
         // The HYWhiteboard app, written from its source: the fixture of every legacy test.
@@ -81,11 +85,12 @@ let package = Package(
         .testTarget(name: "InkStoreTests", dependencies: ["InkStore", "InkCodec"]),
         .executableTarget(name: "inkstore-torture", dependencies: ["InkStore"], path: "Tests/InkStoreTorture"),
         .testTarget(name: "InkUVTests", dependencies: ["InkUV"]),
-        .testTarget(name: "InkDaemonTests", dependencies: ["InkDaemon", "InkCodec", "InkProtocol", "InkStore", "InkVersion", "InkCrypto", "InkBenchSupport", "MQTTChaos", "LegacyAppModel"]),
+        .testTarget(name: "InkDaemonTests", dependencies: ["InkDaemon", "InkCodec", "InkProtocol", "InkStore", "InkVersion", "InkCrypto", "InkImage", "InkBenchSupport", "MQTTChaos", "LegacyAppModel"]),
         .testTarget(name: "InkLegacyTests", dependencies: ["InkLegacy", "LegacyAppModel", "InkCodec", "InkProtocol", "InkRelay"]),
         .testTarget(name: "InkClientTests", dependencies: ["InkClient", "InkRelay", "InkCodec", "InkProtocol", "InkCrypto"]),
         .testTarget(name: "PurityTests"),
         .testTarget(name: "InkWebTests", dependencies: ["InkWeb"]),
+        .testTarget(name: "InkImageTests", dependencies: ["InkImage"]),
         .testTarget(name: "InkwireBenchTests", dependencies: ["inkwire-bench", "InkSim", "InkProtocol", "InkUV"]),
         .testTarget(name: "InkBenchSupportTests", dependencies: ["InkBenchSupport"]),
         .testTarget(name: "MQTTChaosTests", dependencies: ["MQTTChaos"]),

@@ -11,7 +11,7 @@ old=${1:?usage: test-deb-systemd.sh OLD.deb NEW.deb}
 new=${2:?usage: test-deb-systemd.sh OLD.deb NEW.deb}
 root=$(mktemp -d /tmp/inkwired-systemd-root-XXXXXX)
 trap 'rm -rf "$root"' EXIT
-mmdebstrap --quiet --variant=apt --include=systemd,systemd-sysv,dbus,libuv1,libsqlite3-0,libssl3,libsodium23,libmosquitto1 bookworm "$root"
+mmdebstrap --quiet --variant=apt --include=systemd,systemd-sysv,dbus,libuv1,libsqlite3-0,libssl3,libsodium23,libmosquitto1,libpng16-16,libturbojpeg0 bookworm "$root"
 cp "$old" "$root/root/old.deb"
 cp "$new" "$root/root/new.deb"
 dpkg-deb -x "$new" "$root/root/unpacked"

@@ -106,11 +106,11 @@ func syncBenchBoard(points: Int) -> [[TimedCommand]] {
 
 /// The simulated daemon's key and primitives: `FakeCrypto` (the sync, not the secrecy, is
 /// measured here; the same sealed protocol and packet sizes as over OpenSSL).
-private let syncSimCrypto = FakeCrypto(seed: 11)
-private let syncSimKey = StaticKeyPair(privateKey: syncSimCrypto.randomBytes(32), crypto: syncSimCrypto)
+let syncSimCrypto = FakeCrypto(seed: 11)
+let syncSimKey = StaticKeyPair(privateKey: syncSimCrypto.randomBytes(32), crypto: syncSimCrypto)
 
 /// Fills `relay`'s room "bench" with `batches` from a teacher over an in-process sealed stream.
-private func syncBenchFill(_ relay: Relay, _ batches: [[TimedCommand]], now: Instant) {
+func syncBenchFill(_ relay: Relay, _ batches: [[TimedCommand]], now: Instant) {
     let session = ClientSession(ClientConfiguration(room: "bench", user: "teacher", role: .teacher, origin: 1, serverKey: syncSimKey.publicKey),
                                 transport: .stream, crypto: syncSimCrypto, now: now)
     let id = SessionID(1)
@@ -201,7 +201,7 @@ private final class SimJoiner: DatagramEndpoint {
 
 /// The daemon's side as a simulated endpoint: a sealed session (made from the joiner's
 /// handshake) feeding the relay, with the daemon's backpressure thresholds.
-private final class SimRelayEnd: DatagramEndpoint {
+final class SimRelayEnd: DatagramEndpoint {
     let relay: Relay
     var sealed: SealedDatagramSession?
     let id = SessionID(2)

@@ -6,6 +6,7 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "codec-entropy" 
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "codec-size-lab" { runCodecSizeLab(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "store" { runStoreBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "sync" { runSyncBench(Array(CommandLine.arguments.dropFirst(2))) }
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "background" { runBackgroundBench(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "link" { runLinkProxy(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "enet-relay" { runENetRelay(Array(CommandLine.arguments.dropFirst(2))) }
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "fanout" { runFanoutBench(Array(CommandLine.arguments.dropFirst(2))) }
@@ -28,6 +29,7 @@ print("""
       bridge          N daemons bridged through mosquitto       legacy        HYWhiteboard app models: late join, live
       restart         UDP devices offline after a daemon crash and restart
       sealing         bytes sealing adds per datagram and per join; AES-GCM cost
+      background      board backgrounds: a late joiner's strokes and image at 0/5 % loss; fan-out bytes
       web             the browser client in headless Chromium: late join, stroke latency
       codec-entropy   the entropy figures behind the codec size target
       codec-size-lab  codec size experiments (cross-validated tables)

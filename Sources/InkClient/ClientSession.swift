@@ -76,7 +76,7 @@ public final class ClientSession {
         self.configuration = configuration
         self.crypto = crypto
         serverKey = configuration.serverKey
-        follower = RoomFollower(origin: configuration.origin)
+        follower = RoomFollower(origin: configuration.origin, blobHash: configuration.blobHash)
         link = makeLink(transport, now: now)
     }
 
@@ -130,6 +130,22 @@ public final class ClientSession {
         process()
         return originSeq
     }
+
+    /// Uploads an image (its SHA-256 is `hash`) in `uploadPartBytes` parts; `.imageStored`
+    /// or an `.error(blobRefused, ...)` answers. Send it again after a reconnect.
+    public func uploadImage(_ bytes: [UInt8], hash: BlobHash) {
+        guard !hasEnded, !bytes.isEmpty, bytes.count <= Int(SessionMessageCodec.maxBlobBytes) else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + ClientConfiguration.uploadPartBytes)
+            transmit(.blobPut(hash: hash, size: UInt32(bytes.count), offset: UInt32(offset), data: Array(bytes[offset..<end])))
+            offset = end
+        }
+        process()
+    }
+
+    /// A background image this device has whole, if it has it.
+    public func background(_ hash: BlobHash) -> [UInt8]? { follower.blob(hash) }
 
     public func grantDraw(user: String) { transmit(.grantDraw(user: user)) }
     public func revokeDraw(user: String) { transmit(.revokeDraw(user: user)) }
@@ -285,6 +301,12 @@ public final class ClientSession {
             transmit(m)
         case .undecodable(let roomSeq):
             emit(.protocolError("undecodable batch at roomSeq \(roomSeq)"))
+        case .blob(let hash, let bytes):
+            emit(.background(hash: hash, bytes: bytes))
+        case .blobFailed(let hash, let reason):
+            emit(.backgroundFailed(hash: hash, reason: reason))
+        case .blobStored(let hash, let width, let height):
+            emit(.imageStored(hash: hash, width: width, height: height))
         }
     }
 }

@@ -24,6 +24,11 @@ public struct ClientConfiguration: Sendable {
     public var arq = ARQConfiguration()
     /// Key update thresholds of the sealed session.
     public var sealing = SealingConfiguration()
+    /// SHA-256, to fetch the background images the board names and check them
+    /// (`ClientEvent.background`); nil fetches none.
+    public var blobHash: (@Sendable ([UInt8]) -> [UInt8])?
+    /// Bytes of one `blobPut` part of an upload.
+    public static let uploadPartBytes = 32 * 1024
 
     /// Own batches not yet acknowledged durable; `send` refuses more (`.tooManyPending`).
     public static let maxPendingBatches = RoomFollower.maxPendingBatches
@@ -111,6 +116,11 @@ public enum ClientEvent: Hashable, Sendable {
     /// The daemon no longer knows this session (a valid stateless reset: it restarted).
     /// `reconnect` at once; the link is gone.
     case sessionReset
+    /// A background image the board names arrived whole and matches its SHA-256.
+    case background(hash: BlobHash, bytes: [UInt8])
+    case backgroundFailed(hash: BlobHash, reason: String)
+    /// An image this device uploaded (`uploadImage`) is stored: name it in a background command.
+    case imageStored(hash: BlobHash, width: UInt32, height: UInt32)
 }
 
 /// Why `send` refused a batch.

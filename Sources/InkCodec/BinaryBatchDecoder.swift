@@ -300,6 +300,10 @@ public enum BinaryBatchDecoder {
             var payload: [UInt8] = []
             payload.reserveCapacity(Int(length))
             for _ in 0..<Int(length) { payload.append(UInt8(d.getBits(8))) }
+            if code == .background {
+                guard let background = PageBackground(payload: payload) else { throw .badField }
+                return TimedCommand(timeMs: t, command: .background(background))
+            }
             return TimedCommand(timeMs: t, command: .unknown(kind: code, payload: payload))
         default:
             throw .reservedKind(kind)

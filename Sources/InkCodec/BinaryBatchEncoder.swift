@@ -235,17 +235,28 @@ public struct BinaryBatchEncoder {
                 w.putBits(2, 2)
                 w.putUInt(UInt64(page.rawValue))
             }
+        case .background(let background):
+            try putOpaque(kind: .background, payload: background.payload, timeMs: timed.timeMs, kindTable, &context, &w)
         case .unknown(let kind, let payload):
-            guard payload.count <= BinaryBatchCodec.maxOpaqueBytes else {
-                throw .payloadTooLarge(UInt64(payload.count))
-            }
-            coder.reserve(&w, payload.count + RANSEncoder.maxOpsPerCommand)
-            w.put(BinaryKind.opaque, kindTable)
-            putTime(timed.timeMs, group: 3, &context, &w)
-            w.putBits(UInt64(kind.rawValue), 8)
-            w.putUInt(UInt64(payload.count))
-            for byte in payload { w.putBits(UInt64(byte), 8) }
+            try putOpaque(kind: kind, payload: payload, timeMs: timed.timeMs, kindTable, &context, &w)
         }
+    }
+
+    /// Kind 14: a command kind number and its payload as raw bytes (unknown kinds, backgrounds).
+    @inline(always)
+    private func putOpaque(
+        kind: CommandKind, payload: [UInt8], timeMs: UInt64, _ kindTable: BinaryTable,
+        _ context: inout StrokeContext, _ w: inout RANSOpWriter
+    ) throws(BinaryCodecError) {
+        guard payload.count <= BinaryBatchCodec.maxOpaqueBytes else {
+            throw .payloadTooLarge(UInt64(payload.count))
+        }
+        coder.reserve(&w, payload.count + RANSEncoder.maxOpsPerCommand)
+        w.put(BinaryKind.opaque, kindTable)
+        putTime(timeMs, group: 3, &context, &w)
+        w.putBits(UInt64(kind.rawValue), 8)
+        w.putUInt(UInt64(payload.count))
+        for byte in payload { w.putBits(UInt64(byte), 8) }
     }
 
     /// Two raw fields, as one when together at most 23 bits.

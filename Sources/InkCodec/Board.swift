@@ -13,7 +13,9 @@
 ///   the redo stack; `redo(s)` reverses that. A target that is not there is a no-op.
 /// - `clear` deletes every stroke on the author's current page; `erase(ref)` deletes one stroke.
 ///   Deleted strokes leave every undo/redo stack; neither is undoable.
-/// - `switchPage`/`room(.presentPage)` to a page that does not exist, and `unknown`, are no-ops.
+/// - `background` sets (or removes) the background of an existing page.
+/// - `switchPage`/`room(.presentPage)`/`background` for a page that does not exist, and
+///   `unknown`, are no-ops.
 /// - Every collection has a bound below; input past a bound is dropped, deterministically.
 public struct Board: Sendable, Hashable {
     /// Strokes kept at once; points that would start more are dropped.
@@ -59,6 +61,8 @@ public struct Board: Sendable, Hashable {
     public private(set) var pages: [PageID] = [.first]
     public private(set) var isLocked = false
     public private(set) var presentedPage: PageID? = nil
+    /// Each page's background image, if it has one.
+    public private(set) var backgrounds: [PageID: BackgroundImage] = [:]
 
     private(set) var strokes: [StrokeRef: Stroke] = [:]
     /// Drawing order (eraser strokes only erase what is below them).
@@ -107,6 +111,8 @@ public struct Board: Sendable, Hashable {
         case .room(.unlock): isLocked = false
         case .room(.presentPage(let page)):
             if pages.contains(page) { presentedPage = page }
+        case .background(let background):
+            if pages.contains(background.page) { backgrounds[background.page] = background.image }
         case .unknown: break
         }
     }
@@ -219,6 +225,19 @@ public struct Board: Sendable, Hashable {
             for s in a.undoStack { h.add(s.rawValue) }
             h.add(UInt32(a.redoStack.count))
             for s in a.redoStack { h.add(s.rawValue) }
+        }
+        // Backgrounds are appended only when a page has one, so boards without keep the
+        // digests they had before backgrounds existed.
+        if !backgrounds.isEmpty {
+            h.add(UInt32(backgrounds.count))
+            for page in pages {
+                guard let image = backgrounds[page] else { continue }
+                h.add(page.rawValue)
+                for b in image.hash.bytes { h.add(b) }
+                h.add(image.width)
+                h.add(image.height)
+                h.add(image.fit.rawValue)
+            }
         }
         return h.value
     }

@@ -10,8 +10,11 @@ public enum BoardSVG {
     /// The app's pen colours (HYColorPanel), by pen colour 0...4.
     public static let colors = ["#326ed9", "#306c00", "#66d552", "#ff1ecf", "#4ea1b7"]
 
-    /// The SVG document of `strokes` (drawing order), `width` x `height` pixels on white.
-    public static func document(_ strokes: [Board.Stroke], width: Int = 1024, height: Int = 768, title: String = "") -> String {
+    /// The SVG document of `strokes` (drawing order), `width` x `height` pixels on white, over
+    /// the page's background image when one is given (`href`: its address, a `data:` URI for a
+    /// self-contained file). The eraser clears strokes only, never the background.
+    public static func document(_ strokes: [Board.Stroke], width: Int = 1024, height: Int = 768, title: String = "",
+                                background: (image: BackgroundImage, href: String)? = nil) -> String {
         let visible = strokes.filter { $0.isVisible && ($0.tool == .eraser || $0.style.color < PenStyle.eraserColor) }
         var defs: [String] = []
         var body = ""
@@ -32,10 +35,16 @@ public enum BoardSVG {
             }
         }
         let escaped = title.replacingAll("&", "&amp;").replacingAll("<", "&lt;")
+        var under = ""
+        if let background {
+            let p = background.image.placement(viewWidth: w, viewHeight: h)
+            let href = background.href.replacingAll("&", "&amp;").replacingAll("\"", "&quot;").replacingAll("<", "&lt;")
+            under = "<svg x=\"0\" y=\"0\" width=\"\(width)\" height=\"\(height)\"><image x=\"\(number(p.x))\" y=\"\(number(p.y))\" width=\"\(number(p.width))\" height=\"\(number(p.height))\" preserveAspectRatio=\"none\" href=\"\(href)\"/></svg>"
+        }
         return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\">"
             + (escaped.isEmpty ? "" : "<title>\(escaped)</title>")
             + (defs.isEmpty ? "" : "<defs>\(defs.joined())</defs>")
-            + "<rect width=\"\(width)\" height=\"\(height)\" fill=\"#fff\"/>\(body)</svg>\n"
+            + "<rect width=\"\(width)\" height=\"\(height)\" fill=\"#fff\"/>\(under)\(body)</svg>\n"
     }
 
     /// The path data of one stroke, coordinates in pixels rounded to 1/100.

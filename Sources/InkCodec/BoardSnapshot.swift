@@ -22,6 +22,9 @@ extension Board {
     public func snapshotBatches(maxCommandsPerBatch: Int = 4096) -> [Batch] {
         var out = SnapshotWriter(maxCommands: max(1, maxCommandsPerBatch))
         for page in pages.dropFirst() { out.emit(.addPage(page), by: Board.snapshotRoomAuthor) }
+        for page in pages {
+            if let image = backgrounds[page] { out.emit(.background(PageBackground(page: page, image: image)), by: Board.snapshotRoomAuthor) }
+        }
 
         let authorIDs = authors.keys.sorted()
         var sims: [AuthorID: SimAuthor] = [:]

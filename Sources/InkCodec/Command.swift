@@ -90,10 +90,11 @@ public struct CommandKind: RawRepresentable, Hashable, Comparable, Sendable, Cus
     public static let addPage = CommandKind(rawValue: 7)
     public static let switchPage = CommandKind(rawValue: 8)
     public static let room = CommandKind(rawValue: 9)
+    public static let background = CommandKind(rawValue: 10)
 
     /// Every kind this version understands, in wire order.
-    public static let known: [CommandKind] = [.point, .penStyle, .undo, .redo, .clear, .erase, .addPage, .switchPage, .room]
-    public var isKnown: Bool { rawValue >= 1 && rawValue <= 9 }
+    public static let known: [CommandKind] = [.point, .penStyle, .undo, .redo, .clear, .erase, .addPage, .switchPage, .room, .background]
+    public var isKnown: Bool { rawValue >= 1 && rawValue <= 10 }
 
     public var description: String { "kind\(rawValue)" }
 }
@@ -117,6 +118,8 @@ public enum Command: Hashable, Sendable {
     /// Moves the author to a page: where its following strokes and clears go.
     case switchPage(PageID)
     case room(RoomCommand)
+    /// Sets or removes a page's background image (a blob named by its hash).
+    case background(PageBackground)
     /// A command of a kind this version does not know (`kind` is never a known one), from a
     /// newer peer: kept opaque with its codec payload so a relay can forward it unchanged.
     case unknown(kind: CommandKind, payload: [UInt8])
@@ -132,6 +135,7 @@ public enum Command: Hashable, Sendable {
         case .addPage: .addPage
         case .switchPage: .switchPage
         case .room: .room
+        case .background: .background
         case .unknown(let kind, _): kind
         }
     }

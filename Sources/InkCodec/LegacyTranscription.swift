@@ -2,7 +2,7 @@
 
 extension LegacyMessage {
     /// The legacy message a legacy author would have sent for `command`, or nil when legacy has
-    /// no such message (erase, pages, room commands, unknown kinds). Undo and redo lose their
+    /// no such message (erase, pages, room commands, backgrounds, unknown kinds). Undo and redo lose their
     /// target: exact for commands made by `LegacyTranslator.command(from:)`, which is what
     /// traces, `inkwire codec` and `inkwire watch` need. What a connected app must receive
     /// for other authors' commands is `LegacySession`'s to decide (InkLegacy).
@@ -13,7 +13,7 @@ extension LegacyMessage {
         case .undo: self = .undo
         case .redo: self = .redo
         case .clear: self = .clear
-        case .erase, .addPage, .switchPage, .room, .unknown: return nil
+        case .erase, .addPage, .switchPage, .room, .background, .unknown: return nil
         }
     }
 }

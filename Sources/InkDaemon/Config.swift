@@ -48,6 +48,14 @@ public struct LegacyBinding: Sendable, Equatable {
     public static let maxNetworks = 64
 }
 
+/// One `--legacy-upload HOST:PORT[=ROOM][@CIDR,...]` listener.
+public struct LegacyUploadBinding: Sendable, Equatable {
+    public var address: SocketAddress
+    /// Nil: each upload goes to the room of the app's own legacy board connection.
+    public var room: String?
+    public var networks: [AddressPrefix] = []
+}
+
 /// What `inkwired` was asked to do.
 public struct DaemonConfig: Sendable, Equatable {
     public var udp: [SocketAddress] = [SocketAddress("[::]:\(ConfigFlag.defaultPort)")!]
@@ -55,12 +63,18 @@ public struct DaemonConfig: Sendable, Equatable {
     public var legacy: [LegacyBinding] = []
     /// `--legacy-connect`: apps in server mode inkwired connects to (and again, with backoff).
     public var legacyConnect: [LegacyBinding] = []
+    /// `--legacy-upload HOST:PORT[=ROOM][@CIDR,...]`: the app's image upload listeners.
+    public var legacyUpload: [LegacyUploadBinding] = []
     public var dataDir = ConfigFlag.defaultDataDir
     public var durability = Durability.batch
     public var retain = Retention.board
     /// A room's kept history (payload bytes of its stored batches) stays under this; a batch
     /// past it is refused with `historyFull` (`--max-room-history-bytes`).
     public var maxRoomHistoryBytes = StoreLimits().maxRoomHistoryBytes
+    /// Largest background image one upload stores (`--max-background-bytes`).
+    public var maxBackgroundBytes = StoreLimits().maxBlobBytes
+    /// Background image bytes one room stores in all (`--room-background-quota-bytes`).
+    public var roomBackgroundQuotaBytes = StoreLimits().maxRoomBlobBytes
     /// A room with no batch for this long and no member is deleted (0: never; `--room-idle-expiry`).
     public var roomIdleExpiryMs = StoreLimits().idleRoomExpiryMs
     /// Test knob: the store's backlog bound in writes (`--store-backlog-ops`).
@@ -222,6 +236,10 @@ extension DaemonConfig {
         }
         if let list = values["udp"] { config.udp = try addresses(list, flag: "udp") }
         if let list = values["tcp"] { config.tcp = try addresses(list, flag: "tcp") }
+        if let list = values["legacy-upload"] {
+            config.legacyUpload = []
+            for text in list { config.legacyUpload.append(try legacyUploadBinding(text)) }
+        }
         if let list = values["legacy"] {
             config.legacy = []
             for text in list { try addLegacyListener(text, to: &config.legacy) }
@@ -273,6 +291,10 @@ extension DaemonConfig {
         }
         config.configFile = one("config")
         config.maxRoomHistoryBytes = try number(one("max-room-history-bytes"), "max-room-history-bytes", 1024...(1 << 40), config.maxRoomHistoryBytes)
+        config.maxBackgroundBytes = try number(one("max-background-bytes"), "max-background-bytes", 1024...Int(SessionMessageCodec.maxBlobBytes),
+                                               config.maxBackgroundBytes)
+        config.roomBackgroundQuotaBytes = try number(one("room-background-quota-bytes"), "room-background-quota-bytes", 1024...(1 << 40),
+                                                     config.roomBackgroundQuotaBytes)
         if let text = one("room-idle-expiry") { config.roomIdleExpiryMs = try duration(text, flag: "room-idle-expiry") }
         if let text = one("store-backlog-ops") { config.storeBacklogOps = try number(text, "store-backlog-ops", 2...1_000_000, 0) }
         var limits = DaemonLimits()
@@ -339,6 +361,24 @@ extension DaemonConfig {
         var binding = try legacyBinding(String(text[..<at]), flag: "legacy")
         binding.networks = try legacyNetworks(text[text.index(after: at)...], whole: text)
         bindings.append(binding)
+    }
+
+    /// `HOST:PORT`, `HOST:PORT=ROOM`, either with `@CIDR,CIDR...`.
+    private static func legacyUploadBinding(_ text: String) throws(ConfigError) -> LegacyUploadBinding {
+        var head = Substring(text)
+        var networks: [AddressPrefix] = []
+        if let at = text.lastIndex(of: "@") {
+            networks = try legacyNetworks(text[text.index(after: at)...], whole: text)
+            head = text[..<at]
+        }
+        if head.contains("=") {
+            let binding = try legacyBinding(String(head), flag: "legacy-upload")
+            return LegacyUploadBinding(address: binding.address, room: binding.room, networks: networks)
+        }
+        guard let address = SocketAddress(String(head)) else {
+            throw ConfigError("--legacy-upload '\(text)': expected HOST:PORT[=ROOM][@CIDR,CIDR...]")
+        }
+        return LegacyUploadBinding(address: address, room: nil, networks: networks)
     }
 
     private static func legacyNetworks(_ list: Substring, whole: String) throws(ConfigError) -> [AddressPrefix] {

@@ -39,6 +39,7 @@ public final class Daemon {
     var handshakes: RateBudget
     var legacyListeners: [LegacyListener] = []
     var legacyConnectors: [LegacyConnector] = []
+    var legacyUploadListeners: [LegacyUploadListener] = []
     var udp: [UDPTransport] = []
     var tcp: [TCPTransport] = []
     var metricsServer: MetricsServer?
@@ -105,6 +106,8 @@ public final class Daemon {
         options.limits.maxRooms = max(options.limits.maxRooms, config.limits.maxRooms)
         options.limits.maxRoomHistoryBytes = config.maxRoomHistoryBytes
         options.limits.idleRoomExpiryMs = config.roomIdleExpiryMs
+        options.limits.maxBlobBytes = config.maxBackgroundBytes
+        options.limits.maxRoomBlobBytes = config.roomBackgroundQuotaBytes
         if let ops = config.storeBacklogOps { options.limits.maxPendingOps = ops }
         options.onDurable = { [wakeup] in wakeup.wake() }
         // A bridged home publishes each batch once durable: its remote members wait for the commit.
@@ -130,7 +133,8 @@ public final class Daemon {
         authorizer = DaemonAuthorizer(verifier: tokenVerifier)
         do {
             driver = try RelayDriver(loop: loop, store: store, logger: logger, metrics: metrics, limits: config.limits, authorizer: authorizer,
-                                 maxRoomHistoryBytes: config.maxRoomHistoryBytes, bridged: config.bridge != nil)
+                                 maxRoomHistoryBytes: config.maxRoomHistoryBytes, maxBackgroundBytes: config.maxBackgroundBytes,
+                                 bridged: config.bridge != nil)
         } catch {
             throw .startFailed("relay timer: \(error)")
         }
@@ -223,6 +227,7 @@ public final class Daemon {
             "tcp": joined(tcp.compactMap { $0.localAddress?.description }),
             "legacy": joined(legacy),
             "legacy_connect": joined(connect),
+            "legacy_upload": joined(legacyUploadListeners.compactMap { l in l.localAddress.map { "\($0)" + (l.room.map { "=\($0)" } ?? "") } }),
             "metrics": metricsServer?.localAddress?.description ?? "off",
             "web": joined(web.compactMap { $0.localAddress?.description }),
             "bridge_id": bridge?.core.configuration.daemonID ?? "off",

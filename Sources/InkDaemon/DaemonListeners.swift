@@ -27,6 +27,12 @@ extension Daemon {
                 }
             }
             try openLegacyListeners(adopted: adopted)
+            for binding in config.legacyUpload {
+                let listener = try TCPListener(loop: loop, bindTo: binding.address)
+                legacyUploadListeners.append(try LegacyUploadListener(
+                    listener: listener, room: binding.room, networks: binding.networks, context: legacyContext,
+                    roomsOf: { [weak self] address in self?.legacyRooms(connectedFrom: address) ?? [] }))
+            }
             try openWebListeners(fds("web"))
             if let fd = fds("metrics").first {
                 metricsServer = try MetricsServer(loop: loop, adopting: fd) { [weak self] in self?.renderMetrics() ?? "" }
@@ -41,6 +47,9 @@ extension Daemon {
         for listener in legacyListeners {
             logger.info("listening", ["transport": "legacy", "address": listener.localAddress?.description ?? "?", "room": listener.room,
                                       "networks": listener.networks.isEmpty ? "any" : listener.networks.map(\.description).joined(separator: ",")])
+        }
+        for listener in legacyUploadListeners {
+            logger.info("listening", ["transport": "legacy_upload", "address": listener.localAddress?.description ?? "?", "room": listener.room ?? "(the app's)"])
         }
         if let address = metricsServer?.localAddress { logger.info("listening", ["transport": "metrics", "address": address]) }
         for listener in web {
@@ -86,6 +95,12 @@ extension Daemon {
             logger.notice("IPv6 unavailable, listening on IPv4 only", ["address": fallback, "error": error])
             return try bind(fallback)
         }
+    }
+
+    /// The rooms of the legacy listeners a device at `address` (any port) is connected to.
+    func legacyRooms(connectedFrom address: SocketAddress) -> [String] {
+        let host = address.unmappedIPv4.withPort(0)
+        return Array(Set(legacyListeners.filter { $0.hasPeer(from: host) }.map(\.room))).sorted()
     }
 
     private func openLegacyListeners(adopted: [SocketActivation.Socket]) throws(UVError) {

@@ -30,6 +30,11 @@ final class LegacyListener {
     var localAddress: SocketAddress? { listener.localAddress }
     var peerCount: Int { peers.count }
 
+    /// Whether a device at `host` (port 0) has a connection here.
+    func hasPeer(from host: SocketAddress) -> Bool {
+        peers.contains(from: host)
+    }
+
     private func accept(_ connection: TCPConnection) {
         guard admits(connection) else { return }
         context.metrics.connectionsAccepted.labels("legacy").increment()
@@ -65,6 +70,11 @@ final class LegacyListener {
 final class LegacyPeers {
     private var peers: [ObjectIdentifier: LegacyPeer] = [:]
     var count: Int { peers.count }
+
+    /// Whether a device at `host` (port 0) is connected.
+    func contains(from host: SocketAddress) -> Bool {
+        peers.values.contains { $0.connection.remoteAddress.map { $0.unmappedIPv4.withPort(0) == host } ?? false }
+    }
 
     /// Starts a peer on `connection`; `closed` runs when it goes.
     func start(_ connection: TCPConnection, room: String, context: LegacyContext, closed: @escaping () -> Void = {}) {

@@ -113,7 +113,7 @@ final class LegacyPeer: RelaySessionTransport {
             // close, so its user sees the link drop rather than strokes nobody else has.
             context.logger.warning("legacy device closed: its batch was refused by the room log", ["room": room, "remote": remote, "code": "\(code)", "text": text])
             close(reason: "batch refused: \(text)")
-        case .joinAccepted, .roomBatch, .batchAck, .member, .syncBegin, .syncChunk, .syncDone, .goingAway, .unknown:
+        case .joinAccepted, .roomBatch, .batchAck, .member, .syncBegin, .syncChunk, .syncDone, .goingAway, .unknown, .blobChunk, .blobStored, .blobMissing:
             break
         }
     }

@@ -73,6 +73,8 @@ final class RelayDriver {
     private var peakStrokes: [String: Int] = [:]
     /// Appends to the store, holds what a full backlog refuses, answers the relay's admission.
     let gate: StoreGate
+    /// Background images: the store's blobs, checked with SHA-256 and by decoding.
+    let blobs: DaemonBlobs
     /// The broker bridge (`--bridge`), told of rooms, appends and durable marks.
     weak var bridge: RelayBridgeHook?
 
@@ -86,7 +88,8 @@ final class RelayDriver {
     static let snapshotAfterShrinkBatches = 16
 
     init(loop: EventLoop, store: RoomLogStore, logger: Logger, metrics: DaemonMetrics, limits: DaemonLimits, authorizer: DaemonAuthorizer,
-         maxRoomHistoryBytes: Int = StoreLimits().maxRoomHistoryBytes, bridged: Bool = false) throws(UVError) {
+         maxRoomHistoryBytes: Int = StoreLimits().maxRoomHistoryBytes, maxBackgroundBytes: Int = StoreLimits().maxBlobBytes,
+         bridged: Bool = false) throws(UVError) {
         self.loop = loop
         self.store = store
         self.logger = logger
@@ -96,11 +99,14 @@ final class RelayDriver {
         relayLimits.maxRooms = limits.maxRooms
         relayLimits.maxMembersPerRoom = limits.maxMembersPerRoom
         relayLimits.maxSessions = limits.maxSessions + 1024  // legacy connections too
+        relayLimits.maxBlobBytes = maxBackgroundBytes
         let wallAtZero = WallClock.milliseconds() &- loop.now / 1000
         relay = Relay(configuration: RelayConfiguration(limits: relayLimits, wallClockAtZeroMs: wallAtZero, bridged: bridged), authorizer: authorizer)
         timer = try LoopTimer(loop: loop)
         gate = StoreGate(store: store, logger: logger, metrics: StoreMetrics(registry: metrics.registry), maxRoomHistoryBytes: maxRoomHistoryBytes)
         relay.admission = gate
+        blobs = DaemonBlobs(store: store, logger: logger)
+        relay.blobs = blobs
         gate.compactRoom = { [weak self] room in self?.compactNow(room) }
     }
 
@@ -412,7 +418,12 @@ final class RelayDriver {
         case .tokenEnded(let session, let expired):
             metrics.errors(kind: expired ? "token_expired" : "token_revoked").increment()
             logger.notice(expired ? "member's token expired" : "member's token no longer verifies", ["session": session.rawValue])
-        case .sessionOpened, .batchAccepted, .batchDuplicate, .snapshotBuilt:
+        case .blobStored(let room, let hash, let bytes):
+            logger.info("background image stored", ["room": room, "image": hash.hex, "bytes": bytes])
+        case .blobRefused(let room, let session, let text):
+            metrics.errors(kind: "refused_image").increment()
+            logger.notice("image refused", ["room": room, "session": session.rawValue, "reason": text])
+        case .sessionOpened, .batchAccepted, .batchDuplicate, .snapshotBuilt, .blobSent:
             break
         }
     }

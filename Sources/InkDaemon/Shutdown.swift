@@ -16,6 +16,7 @@ extension Daemon {
         ShutdownWatchdog.arm(milliseconds: config.limits.shutdownTimeoutMs)
         for listener in legacyListeners { listener.stopAccepting() }
         for connector in legacyConnectors { connector.stopConnecting() }
+        for listener in legacyUploadListeners { listener.stopAccepting() }
         for transport in tcp { transport.stopAccepting() }
         for transport in udp { transport.stopAccepting() }
         for listener in web { listener.stopAccepting() }
@@ -35,6 +36,7 @@ extension Daemon {
     private func finishShutdown() {
         for listener in legacyListeners { listener.closePeers(reason: "daemon stopping") }
         for connector in legacyConnectors { connector.closePeers(reason: "daemon stopping") }
+        for listener in legacyUploadListeners { listener.closeUploads(reason: "daemon stopping") }
         for transport in tcp { transport.closeAll(reason: "daemon stopping") }
         for listener in web { listener.closeAll(reason: "daemon stopping") }
         for transport in udp { transport.close() }

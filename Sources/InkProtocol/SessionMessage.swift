@@ -75,6 +75,16 @@ public enum ClientMessage: Hashable, Sendable {
     case syncAck(syncID: UInt32, chunk: UInt32)
     /// The member leaves the room; the daemon closes the session.
     case leave
+    /// Part of an image this member uploads (docs/protocol.md 6a): `data` goes at `offset` of
+    /// the `size`-byte blob whose SHA-256 is `hash`. Parts come in order from offset 0; the
+    /// daemon answers `blobStored` once the whole blob checks out and is stored (at once, to
+    /// the first part, when the room has it already), or `error(blobRefused)`.
+    case blobPut(hash: BlobHash, size: UInt32, offset: UInt32, data: [UInt8])
+    /// Asks for a blob of the room, from chunk `firstChunk` (0, or where an interrupted fetch
+    /// stopped). A device asks only for blobs it does not have.
+    case blobRequest(hash: BlobHash, firstChunk: UInt32)
+    /// Every chunk of blob `hash` up to and including `chunk` arrived: opens the window.
+    case blobAck(hash: BlobHash, chunk: UInt32)
     /// A kind this version does not know (from a newer device): skipped.
     case unknown(kind: UInt64)
 }
@@ -126,6 +136,11 @@ public enum SessionErrorCode: UInt16, Hashable, Sendable {
     /// `originSeq` was used before by another batch, or by one the daemon cannot find any more:
     /// this batch is not in the log and will not be. Not appended.
     case originSeqReused = 12
+    /// An uploaded blob was refused (not a decodable JPEG or PNG, over the size limit or the
+    /// room's quota, parts out of order, a hash that does not match); the text says which.
+    case blobRefused = 13
+    /// A batch names a background image the room does not have (upload it first). Not appended.
+    case unknownBlob = 14
 }
 
 /// Why the daemon ends a session. Raw values are the wire values.
@@ -226,6 +241,12 @@ public enum ServerMessage: Hashable, Sendable {
     case syncDone(syncID: UInt32, roomSeq: UInt64, digest: UInt64)
     /// The daemon closes this session.
     case goingAway(GoingAwayReason, text: String)
+    /// Chunk `index` of `count` of the `size`-byte blob `hash` (docs/protocol.md 6a).
+    case blobChunk(hash: BlobHash, size: UInt32, index: UInt32, count: UInt32, data: [UInt8])
+    /// The uploaded blob is stored: an image of `width` x `height` pixels.
+    case blobStored(hash: BlobHash, width: UInt32, height: UInt32)
+    /// The room has no blob `hash` (a request that names none).
+    case blobMissing(hash: BlobHash)
     /// A kind this version does not know (from a newer daemon): skipped.
     case unknown(kind: UInt64)
 }

@@ -23,6 +23,10 @@ public enum SessionMessageCodec {
     public static let maxTextBytes = 512
     /// Most items one sync chunk carries.
     public static let maxSyncItemsPerChunk = 4096
+    /// Largest data of one `blobPut` or `blobChunk`.
+    public static let maxBlobPartBytes = 64 * 1024
+    /// Largest blob a message may describe (the daemon's own limit is lower, a setting).
+    public static let maxBlobBytes: UInt32 = 64 * 1024 * 1024
 
     // Kinds: client -> daemon below 32, daemon -> client from 32.
     static let kJoin: UInt64 = 1
@@ -31,6 +35,10 @@ public enum SessionMessageCodec {
     static let kRevokeDraw: UInt64 = 4
     static let kSyncAck: UInt64 = 5
     static let kLeave: UInt64 = 6
+    static let kBlobPut: UInt64 = 7
+    static let kBlobRequest: UInt64 = 8
+    static let kBlobAck: UInt64 = 9
+    static let lastClientKind: UInt64 = 9
     static let firstServerKind: UInt64 = 32
     static let kJoinAccepted: UInt64 = 32
     static let kJoinRefused: UInt64 = 33
@@ -42,6 +50,10 @@ public enum SessionMessageCodec {
     static let kSyncChunk: UInt64 = 39
     static let kSyncDone: UInt64 = 40
     static let kGoingAway: UInt64 = 41
+    static let kBlobChunk: UInt64 = 42
+    static let kBlobStored: UInt64 = 43
+    static let kBlobMissing: UInt64 = 44
+    static let lastServerKind: UInt64 = 44
 
     // MARK: encoding
 
@@ -85,6 +97,21 @@ public enum SessionMessageCodec {
             b.varint(UInt64(chunk))
         case .leave:
             kind = kLeave
+        case .blobPut(let hash, let size, let offset, let data):
+            kind = kBlobPut
+            b = MessageWriter(capacity: data.count + 48)
+            b.bytes += hash.bytes
+            b.varint(UInt64(size))
+            b.varint(UInt64(offset))
+            b.lengthPrefixed(data)
+        case .blobRequest(let hash, let first):
+            kind = kBlobRequest
+            b.bytes += hash.bytes
+            b.varint(UInt64(first))
+        case .blobAck(let hash, let chunk):
+            kind = kBlobAck
+            b.bytes += hash.bytes
+            b.varint(UInt64(chunk))
         case .unknown(let k):
             kind = k
         }
@@ -151,6 +178,22 @@ public enum SessionMessageCodec {
             kind = kGoingAway
             b.varint(UInt64(reason.rawValue))
             b.string(bounded(text))
+        case .blobChunk(let hash, let size, let index, let count, let data):
+            kind = kBlobChunk
+            b = MessageWriter(capacity: data.count + 48)
+            b.bytes += hash.bytes
+            b.varint(UInt64(size))
+            b.varint(UInt64(index))
+            b.varint(UInt64(count))
+            b.lengthPrefixed(data)
+        case .blobStored(let hash, let width, let height):
+            kind = kBlobStored
+            b.bytes += hash.bytes
+            b.varint(UInt64(width))
+            b.varint(UInt64(height))
+        case .blobMissing(let hash):
+            kind = kBlobMissing
+            b.bytes += hash.bytes
         case .unknown(let k):
             kind = k
         }
@@ -217,6 +260,13 @@ public enum SessionMessageCodec {
         return (kind, MessageReader(bytes, from: r.index, end: bytes.count))
     }
 
+    private static func blobHash(_ r: inout MessageReader) throws(SessionMessageError) -> BlobHash {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(BlobHash.byteCount)
+        for _ in 0..<BlobHash.byteCount { bytes.append(try r.u8()) }
+        return BlobHash(bytes)!
+    }
+
     private static func role(_ raw: UInt8) throws(SessionMessageError) -> MemberRole {
         guard let role = MemberRole(rawValue: raw) else { throw .invalidValue("role") }
         return role
@@ -252,7 +302,18 @@ public enum SessionMessageCodec {
             return .syncAck(syncID: try r.varint32("syncID"), chunk: try r.varint32("chunk"))
         case kLeave:
             return .leave
-        case firstServerKind...kGoingAway:
+        case kBlobPut:
+            let hash = try blobHash(&r)
+            let size = try r.varint32("size")
+            let offset = try r.varint32("offset")
+            let data = try r.lengthPrefixed(max: maxBlobPartBytes, "data")
+            guard size >= 1, size <= maxBlobBytes, UInt64(offset) + UInt64(data.count) <= UInt64(size) else { throw .invalidValue("offset") }
+            return .blobPut(hash: hash, size: size, offset: offset, data: data)
+        case kBlobRequest:
+            return .blobRequest(hash: try blobHash(&r), firstChunk: try r.varint32("firstChunk"))
+        case kBlobAck:
+            return .blobAck(hash: try blobHash(&r), chunk: try r.varint32("chunk"))
+        case firstServerKind...lastServerKind:
             throw .wrongDirection(kind: kind)
         default:
             return .unknown(kind: kind)
@@ -316,7 +377,19 @@ public enum SessionMessageCodec {
         case kGoingAway:
             let raw = try r.varint16("reason")
             return .goingAway(GoingAwayReason(rawValue: raw) ?? .other, text: try r.string(max: maxTextBytes, "text"))
-        case kJoin...kLeave:
+        case kBlobChunk:
+            let hash = try blobHash(&r)
+            let size = try r.varint32("size")
+            let index = try r.varint32("index")
+            let count = try r.varint32("count")
+            let data = try r.lengthPrefixed(max: maxBlobPartBytes, "data")
+            guard size >= 1, size <= maxBlobBytes, count >= 1, index < count else { throw .invalidValue("index") }
+            return .blobChunk(hash: hash, size: size, index: index, count: count, data: data)
+        case kBlobStored:
+            return .blobStored(hash: try blobHash(&r), width: try r.varint32("width"), height: try r.varint32("height"))
+        case kBlobMissing:
+            return .blobMissing(hash: try blobHash(&r))
+        case kJoin...lastClientKind:
             throw .wrongDirection(kind: kind)
         default:
             return .unknown(kind: kind)

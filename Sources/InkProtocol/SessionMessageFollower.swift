@@ -34,6 +34,13 @@ public enum RoomFollowerEvent: Hashable, Sendable {
     /// A payload that does not decode; the follower can no longer be exact: rejoin with
     /// `JoinHave.nothing`.
     case undecodable(roomSeq: UInt64)
+    /// A background image the board names arrived whole and matches its hash.
+    case blob(hash: BlobHash, bytes: [UInt8])
+    /// A background image could not be had: the room has none, or it did not match its hash
+    /// (asked for again up to `BlobFetcher.maxAttempts` times).
+    case blobFailed(hash: BlobHash, reason: String)
+    /// The daemon stored an image this device uploaded.
+    case blobStored(hash: BlobHash, width: UInt32, height: UInt32)
 }
 
 /// Follows one room from the device side: folds every batch into `board` in room order (its own
@@ -70,8 +77,18 @@ public struct RoomFollower: Sendable {
     private var held: [UInt64: Batch] = [:]
     private var sync: (id: UInt32, mode: SyncMode, through: UInt64, lastChunk: UInt32?)?
     private var verify: (roomSeq: UInt64, digest: UInt64)?
+    /// Fetches the background images the board names (nil: the device shows none).
+    private var blobs: BlobFetcher?
 
-    public init(origin: UInt64) { self.origin = origin }
+    /// - Parameter blobHash: SHA-256, to fetch and check background images (docs/protocol.md
+    ///   6a); without it the follower asks for none.
+    public init(origin: UInt64, blobHash: (@Sendable ([UInt8]) -> [UInt8])? = nil) {
+        self.origin = origin
+        blobs = blobHash.map { BlobFetcher(hashBlob: $0) }
+    }
+
+    /// A background image this device has whole (fetched and checked), if it has it.
+    public func blob(_ hash: BlobHash) -> [UInt8]? { blobs?.blob(hash) }
 
     public var pendingCount: Int { pending.count }
 
@@ -89,6 +106,7 @@ public struct RoomFollower: Sendable {
         inbound = BinaryCodecState()
         outbound = BinaryCodecState()
         held = [:]
+        blobs?.sessionStarted()
         return .join(JoinRequest(room: room, user: user, role: role, token: token, origin: origin, have: have))
     }
 
@@ -130,6 +148,7 @@ public struct RoomFollower: Sendable {
             isSyncing = follows
             if !follows && appliedThrough == 0 { appliedThrough = head }
             events.append(.joined(member: id, role: role, roomHead: head, syncFollows: follows))
+            if !follows { requestBlobs(&events) }
         case .joinRefused(let reason, let text):
             events.append(.refused(reason, text: text))
         case .roomBatch(let rb):
@@ -170,6 +189,7 @@ public struct RoomFollower: Sendable {
                 let batch = Batch(author: item.author, commands: b.commands)
                 if s.mode == .snapshot {
                     board.apply(batch)
+                    noteBackgrounds(batch)
                     events.append(.applied(roomSeq: 0, batch: batch, own: false))
                 } else {
                     arrive(item.roomSeq, batch, &events)
@@ -186,8 +206,15 @@ public struct RoomFollower: Sendable {
             // acknowledgement may keep the board below it for a moment: checked when reached.
             verify = (roomSeq, digest)
             drain(&events)
+            requestBlobs(&events)  // the strokes are in: now the backgrounds
         case .goingAway(let reason, let text):
             events.append(.goingAway(reason, text: text))
+        case .blobChunk(let hash, let size, let index, let count, let data):
+            blobs?.handleChunk(hash: hash, size: size, index: index, count: count, data: data, &events)
+        case .blobStored(let hash, let width, let height):
+            events.append(.blobStored(hash: hash, width: width, height: height))
+        case .blobMissing(let hash):
+            blobs?.handleMissing(hash, &events)
         case .unknown:
             break
         }
@@ -223,14 +250,29 @@ public struct RoomFollower: Sendable {
             let next = appliedThrough + 1
             if let b = placed.removeValue(forKey: next) {
                 board.apply(b)
+                noteBackgrounds(b)
                 events.append(.applied(roomSeq: next, batch: b, own: true))
             } else if let b = held.removeValue(forKey: next) {
                 board.apply(b)
+                noteBackgrounds(b)
                 events.append(.applied(roomSeq: next, batch: b, own: false))
             } else {
                 return
             }
             appliedThrough = next
+            if !isSyncing { requestBlobs(&events) }
         }
+    }
+
+    private mutating func noteBackgrounds(_ batch: Batch) {
+        guard blobs != nil else { return }
+        for timed in batch.commands {
+            if case .background(let b) = timed.command, let image = b.image { blobs!.want(image.hash) }
+        }
+    }
+
+    private mutating func requestBlobs(_ events: inout [RoomFollowerEvent]) {
+        guard blobs != nil else { return }
+        for request in blobs!.requests() { events.append(.reply(request)) }
     }
 }

@@ -68,6 +68,10 @@ final class MemberState {
     /// The join as the device sent it (its token is checked again when the daemon's secret
     /// changes).
     var request: JoinRequest?
+    /// The blob this member uploads, parts so far.
+    var upload: BlobUpload?
+    /// Blobs this member asked for, the one being sent first.
+    var fetches: [BlobFetch] = []
 
     init(room: String, user: String, author: AuthorID, role: MemberRole, origin: UInt64, cursor: UInt64) {
         self.room = room

@@ -76,6 +76,12 @@ public final class Relay {
     let authorizer: any JoinAuthorizer
     /// Asked before a batch is numbered (the daemon's storage limits); nil admits all.
     public weak var admission: (any BatchAdmission)?
+    /// The daemon's blob store and image checks; nil refuses every upload and fetch.
+    public weak var blobs: (any RoomBlobs)?
+    /// Blobs members are fetching, least recently used first (`RelayLimits.blobCacheBytes`).
+    var blobCache: [(key: BlobKey, bytes: [UInt8])] = []
+    /// Bytes held by the members' uploads under way (`RelayLimits.maxUploadBytesHeld`).
+    var uploadBytesHeld = 0
 
     var rooms: [String: RoomState] = [:]
     var sessions: [SessionID: SessionState] = [:]
@@ -184,6 +190,10 @@ public final class Relay {
         case .grantDraw(let user): handleDrawRight(user: user, allowed: true, from: session)
         case .revokeDraw(let user): handleDrawRight(user: user, allowed: false, from: session)
         case .syncAck(let id, let chunk): handleSyncAck(syncID: id, chunk: chunk, from: session)
+        case .blobPut(let hash, let size, let offset, let data):
+            handleBlobPut(hash: hash, size: size, offset: offset, data: data, from: session, now: now)
+        case .blobRequest(let hash, let first): handleBlobRequest(hash: hash, firstChunk: first, from: session)
+        case .blobAck(let hash, let chunk): handleBlobAck(hash: hash, chunk: chunk, from: session)
         case .leave: closeSession(session, .left, text: "left")
         case .unknown: break
         }
@@ -248,6 +258,7 @@ public final class Relay {
         guard sessions[session]?.member != nil else { return }
         sessions[session]!.member!.blocked = false
         pump(session)
+        if let m = sessions[session]?.member { pumpBlobs(session, m) }
     }
 
     /// The store made `room`'s log durable up to `roomSeq`: acknowledge the batches it covers.
@@ -309,6 +320,7 @@ public final class Relay {
         tokenExpiries[session] = nil
         event(.sessionClosed(session))
         guard let m = state.member, let room = rooms[m.room] else { return }
+        if let upload = m.upload { uploadBytesHeld -= upload.bytes.count }
         room.sessions.removeAll { $0 == session }
         event(.memberLeft(room: m.room, session: session))
         let stillThere = room.sessions.contains { sessions[$0]?.member?.user == m.user }

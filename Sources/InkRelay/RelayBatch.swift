@@ -77,7 +77,7 @@ extension Relay {
         // From here the number is used, whether the batch is taken or refused.
         room.noteProcessed(m.origin, originSeq: originSeq, limit: limits.maxOriginsPerRoom)
         let batch = Batch(author: m.author, commands: commands)
-        if let refusal = permissionRefusal(batch, role: m.role, board: room.board) {
+        if let refusal = permissionRefusal(batch, role: m.role, board: room.board) ?? blobRefusal(batch, room: m.room) {
             event(.batchRefused(session: session, refusal.0))
             refuse(session, refusal.0, originSeq: originSeq, text: refusal.1)
             return

@@ -204,5 +204,6 @@ extension Relay {
         m.cursor = p.through
         m.mode = .resync
         startCatchUp(session)
+        pumpBlobs(session, m)  // images asked for during the sync: the strokes went first
     }
 }

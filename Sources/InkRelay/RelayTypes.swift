@@ -63,6 +63,21 @@ public struct RelayLimits: Sendable, Equatable {
     public var joinTimeout = Instant.Duration.milliseconds(10_000)
     /// Refused or malformed messages a session may send before it is closed.
     public var maxErrorsPerSession = 64
+    /// Largest blob a member may upload, in bytes (the daemon sets its `--max-background-bytes`).
+    public var maxBlobBytes = 4 * 1024 * 1024
+    /// Bytes of one `blobChunk` (docs/protocol.md 6a).
+    public var blobChunkBytes = 16 * 1024
+    /// Unacknowledged `blobChunk`s per member: with 16 KiB chunks, at most 128 KiB of a
+    /// background is queued ahead of a live stroke on the member's session.
+    public var blobChunksInFlight: UInt32 = 8
+    /// Bytes of uploads under way, over every session: a part past it is refused (try later),
+    /// so sessions that start uploads and stall cannot hold the daemon's memory.
+    public var maxUploadBytesHeld = 64 * 1024 * 1024
+    /// Blob fetches one member may have waiting; a request past it is refused.
+    public var maxBlobFetchesPerMember = 16
+    /// Bytes of blobs the relay keeps in memory for members fetching them (one copy shared by
+    /// every member of a room fetching the same background), least recently used dropped.
+    public var blobCacheBytes = 32 * 1024 * 1024
 
     public init() {}
 }
@@ -183,6 +198,11 @@ public enum RelayEvent: Hashable, Sendable {
     case snapshotBuilt(room: String, throughRoomSeq: UInt64, items: Int, bytes: Int)
     /// The store is behind by `maxPendingAcks`: the oldest pending ack was dropped.
     case pendingAckDropped(room: String, roomSeq: UInt64)
+    /// An uploaded image was checked and stored.
+    case blobStored(room: String, hash: BlobHash, bytes: Int)
+    case blobRefused(room: String, session: SessionID, text: String)
+    /// Every chunk of a blob reached the member.
+    case blobSent(room: String, session: SessionID, bytes: Int)
 }
 
 /// What a legacy session (`TransportKind.legacy`) gets instead of encoded messages: the board,

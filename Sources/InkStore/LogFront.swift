@@ -22,6 +22,10 @@ final class LogFront {
         var originHighWater: [UInt64: UInt64] = [:]
         /// False once an origin could not be tracked: unknown origins then need a lookup.
         var everyOriginTracked = true
+        /// Every blob's size by hash, durable or not yet.
+        var blobSizes: [[UInt8]: Int] = [:]
+        /// Blobs stored, not yet reported durable (reads see them).
+        var pendingBlobs: [[UInt8]: StoredBlob] = [:]
     }
 
     /// The history limit and idle expiry change on reload (`applyLiveLimits`); the rest is fixed.
@@ -63,6 +67,14 @@ final class LogFront {
             rooms[loaded.name] = Room(id: loaded.id, info: info)
             namesById[loaded.id] = loaded.name
             nextRoomId = max(nextRoomId, loaded.id + 1)
+        }
+        for entry in try reader.loadBlobs() {
+            guard let name = namesById[entry.roomId] else { continue }
+            modifyRoom(name) { room in
+                room.blobSizes[entry.hash] = entry.size
+                room.info.blobCount += 1
+                room.info.blobBytes += entry.size
+            }
         }
         for entry in try reader.loadOriginHighWater() {
             guard let name = namesById[entry.roomId], var room = rooms[name] else { continue }
@@ -191,6 +203,58 @@ final class LogFront {
         return .appended(roomSeq: record.roomSeq)
     }
 
+    // MARK: Blobs
+
+    /// Stores `blob` in `room` (created if missing) unless the room has a blob of that hash:
+    /// false then, and nothing is written. Durable with the next commit, before any batch
+    /// appended after this call.
+    func putBlob(room name: String, _ blob: StoredBlob) throws(StoreError) -> Bool {
+        try checkOpen()
+        try checkRoomName(name)
+        guard (1...StoreLimits.maxBlobHashBytes).contains(blob.hash.count) else { throw .invalidBlobHash(bytes: blob.hash.count) }
+        guard (1...limits.maxBlobBytes).contains(blob.bytes.count) else {
+            throw .blobTooLarge(bytes: blob.bytes.count, limit: limits.maxBlobBytes)
+        }
+        if rooms[name]?.blobSizes[blob.hash] != nil { return false }
+        let weight = blob.hash.count + blob.bytes.count
+        let existing = rooms[name]?.info
+        if existing == nil {
+            guard rooms.count < limits.maxRooms else { throw .tooManyRooms(limit: limits.maxRooms) }
+            try checkBacklog(ops: 2, bytes: weight + name.utf8.count)
+        } else {
+            try checkBacklog(ops: 1, bytes: weight)
+        }
+        let total = (existing?.blobBytes ?? 0) + blob.bytes.count
+        guard total <= limits.maxRoomBlobBytes else {
+            throw .roomBlobQuotaFull(room: name, bytes: total, limit: limits.maxRoomBlobBytes)
+        }
+        if existing == nil { makeRoom(name, retention: defaultRetention, nowMs: blob.createdAtMs) }
+        let roomId = modifyRoom(name) { room in
+            room.blobSizes[blob.hash] = blob.bytes.count
+            room.pendingBlobs[blob.hash] = blob
+            room.pendingOps += 1
+            room.info.blobCount += 1
+            room.info.blobBytes = total
+            return room.id
+        }
+        enqueue(.putBlob(roomId: roomId, blob: blob))
+        return true
+    }
+
+    func hasBlob(room name: String, hash: [UInt8]) -> Bool { rooms[name]?.blobSizes[hash] != nil }
+
+    /// The blob's bytes (durable or not yet), nil when the room has none of that hash.
+    func readBlob(room name: String, hash: [UInt8]) throws(StoreError) -> [UInt8]? {
+        try checkOpen()
+        guard let room = rooms[name], room.blobSizes[hash] != nil else { return nil }
+        if let pending = room.pendingBlobs[hash] { return pending.bytes }
+        do {
+            return try reader.blob(roomId: room.id, hash: hash)
+        } catch .corruptBlob {
+            throw .corruptBlob(room: name)
+        }
+    }
+
     func find(room name: String, origin: UInt64, originSeq: UInt64) throws(StoreError) -> UInt64? {
         guard let room = rooms[name] else { return nil }
         if let seq = room.pendingOrigins[OriginKey(origin: origin, originSeq: originSeq)] { return seq }
@@ -260,6 +324,8 @@ final class LogFront {
                     room.info.durableRoomSeq = record.roomSeq
                 case .snapshot(_, let snapshot, _):
                     if room.pendingSnapshot?.uptoRoomSeq == snapshot.uptoRoomSeq { room.pendingSnapshot = nil }
+                case .putBlob(_, let blob):
+                    room.pendingBlobs[blob.hash] = nil
                 case .createRoom, .deleteRoom:
                     break
                 }
@@ -389,7 +455,7 @@ extension StoreOp {
     var roomId: Int64 {
         switch self {
         case .createRoom(let id, _, _, _): id
-        case .append(let id, _), .snapshot(let id, _, _), .deleteRoom(let id): id
+        case .append(let id, _), .snapshot(let id, _, _), .deleteRoom(let id), .putBlob(let id, _): id
         }
     }
 }

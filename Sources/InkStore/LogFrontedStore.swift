@@ -29,6 +29,9 @@ public class LogFrontedStore: RoomLogStore {
         try front.expireIdleRooms(nowMs: nowMs, sparing: sparing)
     }
     public func deleteRoom(_ name: String) throws(StoreError) { try front.deleteRoom(name) }
+    public func putBlob(room: String, _ blob: StoredBlob) throws(StoreError) -> Bool { try front.putBlob(room: room, blob) }
+    public func hasBlob(room: String, hash: [UInt8]) -> Bool { front.hasBlob(room: room, hash: hash) }
+    public func readBlob(room: String, hash: [UInt8]) throws(StoreError) -> [UInt8]? { try front.readBlob(room: room, hash: hash) }
     public var usage: StoreUsage { front.usage }
     /// The limits that may change while the store is open (a daemon's reload).
     public func applyLiveLimits(maxRoomHistoryBytes: Int, idleRoomExpiryMs: UInt64) {

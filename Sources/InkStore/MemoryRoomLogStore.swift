@@ -16,6 +16,7 @@ public final class MemoryRoomLogStore: LogFrontedStore {
             /// Per origin, the highest originSeq compaction deleted.
             var compactedOrigins: [UInt64: UInt64] = [:]
             var snapshot: RoomSnapshot?
+            var blobs: [[UInt8]: StoredBlob] = [:]
         }
 
         var rooms: [Int64: Room] = [:]
@@ -32,6 +33,7 @@ public final class MemoryRoomLogStore: LogFrontedStore {
                     switch op {
                     case .append(_, let record): total + record.payload.count
                     case .snapshot(_, let snapshot, _): total + snapshot.payload.count
+                    case .putBlob(_, let blob): total + blob.bytes.count
                     default: total
                     }
                 }
@@ -69,9 +71,13 @@ public final class MemoryRoomLogStore: LogFrontedStore {
                     room.batches.removeFirst(covered.count)
                 }
                 rooms[id] = room
+            case let .putBlob(id, blob):
+                guard rooms[id] != nil, rooms[id]!.blobs[blob.hash] == nil else { return }
+                rooms[id]!.blobs[blob.hash] = blob
+                usedBytes += blob.bytes.count
             case let .deleteRoom(id):
                 guard let room = rooms.removeValue(forKey: id) else { return }
-                usedBytes -= room.bytes + (room.snapshot?.payload.count ?? 0)
+                usedBytes -= room.bytes + (room.snapshot?.payload.count ?? 0) + room.blobs.values.reduce(0) { $0 + $1.bytes.count }
             }
         }
     }
@@ -185,6 +191,14 @@ final class MemoryReader: LogReader {
         }
         return records
     }
+
+    func loadBlobs() throws(StoreError) -> [(roomId: Int64, hash: [UInt8], size: Int)] {
+        disk.rooms.keys.sorted().flatMap { id in
+            disk.rooms[id]!.blobs.values.sorted { $0.hash.lexicographicallyPrecedes($1.hash) }.map { (id, $0.hash, $0.bytes.count) }
+        }
+    }
+
+    func blob(roomId: Int64, hash: [UInt8]) throws(StoreError) -> [UInt8]? { disk.rooms[roomId]?.blobs[hash]?.bytes }
 
     func snapshot(roomId: Int64) throws(StoreError) -> RoomSnapshot? { disk.rooms[roomId]?.snapshot }
 

@@ -53,6 +53,15 @@ public protocol RoomLogStore: AnyObject {
     /// Deletes a room and its history.
     func deleteRoom(_ name: String) throws(StoreError)
 
+    /// Stores a content-addressed blob (a background image) once per room (false: the room
+    /// has it already). Bounded by `StoreLimits.maxBlobBytes` and the room's quota
+    /// `maxRoomBlobBytes`. Writes are ordered: a batch appended after this call is durable
+    /// only once the blob is, so a batch naming a blob is never acknowledged without it.
+    func putBlob(room: String, _ blob: StoredBlob) throws(StoreError) -> Bool
+    func hasBlob(room: String, hash: [UInt8]) -> Bool
+    /// The blob's bytes, durable or not yet; nil when the room has none of that hash.
+    func readBlob(room: String, hash: [UInt8]) throws(StoreError) -> [UInt8]?
+
     var usage: StoreUsage { get }
 
     /// Flushes what it can and releases the storage; later calls throw `closed`.

@@ -12,6 +12,8 @@ final class SQLiteLogReader: LogReader {
     private let selectSnapshot: SQLiteStatement
     private let rangeUsage: SQLiteStatement
     private let originHighWater: SQLiteStatement
+    private let listBlobs: SQLiteStatement
+    private let selectBlob: SQLiteStatement
 
     init(db: SQLiteConnection) throws(StoreError) {
         self.db = db
@@ -30,6 +32,25 @@ final class SQLiteLogReader: LogReader {
             SELECT room_id, origin, max(origin_seq) FROM batches GROUP BY room_id, origin
             UNION ALL SELECT room_id, origin, max_origin_seq FROM compacted_origins ORDER BY 1, 2, 3
             """)
+        listBlobs = try db.prepare("SELECT room_id, hash, length(bytes) FROM blobs ORDER BY room_id, hash")
+        selectBlob = try db.prepare("SELECT bytes, crc32 FROM blobs WHERE room_id = ?1 AND hash = ?2")
+    }
+
+    func loadBlobs() throws(StoreError) -> [(roomId: Int64, hash: [UInt8], size: Int)] {
+        defer { listBlobs.reset() }
+        var entries: [(roomId: Int64, hash: [UInt8], size: Int)] = []
+        while try listBlobs.step() { entries.append((listBlobs.int64(0), listBlobs.bytes(1), Int(listBlobs.int64(2)))) }
+        return entries
+    }
+
+    func blob(roomId: Int64, hash: [UInt8]) throws(StoreError) -> [UInt8]? {
+        selectBlob.bind(1, roomId)
+        selectBlob.bind(2, hash)
+        defer { selectBlob.reset() }
+        guard try selectBlob.step() else { return nil }
+        let bytes = selectBlob.bytes(0)
+        guard UInt32(truncatingIfNeeded: selectBlob.int64(1)) == Checksum.crc32(bytes) else { throw .corruptBlob(room: "") }
+        return bytes
     }
 
     func loadOriginHighWater() throws(StoreError) -> [(roomId: Int64, origin: UInt64, originSeq: UInt64)] {

@@ -11,7 +11,9 @@ final class SQLiteLogWriter {
     private let deleteSnapshot: SQLiteStatement
     private let deleteCompacted: SQLiteStatement
     private let deleteRoom: SQLiteStatement
-    private var statements: [SQLiteStatement] { [insertRoom, insertBatch, touchRoom, upsertSnapshot, rememberCompacted, compact, deleteBatches, deleteSnapshot, deleteCompacted, deleteRoom] }
+    private let insertBlob: SQLiteStatement
+    private let deleteBlobs: SQLiteStatement
+    private var statements: [SQLiteStatement] { [insertRoom, insertBatch, touchRoom, upsertSnapshot, rememberCompacted, compact, deleteBatches, deleteSnapshot, deleteCompacted, deleteRoom, insertBlob, deleteBlobs] }
 
     init(db: SQLiteConnection) throws(StoreError) {
         self.db = db
@@ -31,6 +33,8 @@ final class SQLiteLogWriter {
         deleteSnapshot = try db.prepare("DELETE FROM snapshots WHERE room_id = ?1")
         deleteCompacted = try db.prepare("DELETE FROM compacted_origins WHERE room_id = ?1")
         deleteRoom = try db.prepare("DELETE FROM rooms WHERE id = ?1")
+        insertBlob = try db.prepare("INSERT OR IGNORE INTO blobs(room_id, hash, bytes, crc32, created_ms) VALUES(?1, ?2, ?3, ?4, ?5)")
+        deleteBlobs = try db.prepare("DELETE FROM blobs WHERE room_id = ?1")
     }
 
     /// Commits `ops` all or nothing.
@@ -89,8 +93,15 @@ final class SQLiteLogWriter {
                 compact.bind(2, snapshot.uptoRoomSeq)
                 try compact.run()
             }
+        case let .putBlob(id, blob):
+            insertBlob.bind(1, id)
+            insertBlob.bind(2, blob.hash)
+            insertBlob.bind(3, blob.bytes)
+            insertBlob.bind(4, Int64(Checksum.crc32(blob.bytes)))
+            insertBlob.bind(5, blob.createdAtMs)
+            try insertBlob.run()
         case let .deleteRoom(id):
-            for statement in [deleteBatches, deleteSnapshot, deleteCompacted, deleteRoom] {
+            for statement in [deleteBatches, deleteSnapshot, deleteCompacted, deleteBlobs, deleteRoom] {
                 statement.bind(1, id)
                 try statement.run()
             }

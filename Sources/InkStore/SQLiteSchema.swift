@@ -57,6 +57,17 @@ public enum SQLiteSchema {
             applied_by TEXT NOT NULL
         );
         """,
+        // 2 -> 3: content-addressed blobs (background images), each stored once per room.
+        """
+        CREATE TABLE blobs(
+            room_id INTEGER NOT NULL,
+            hash BLOB NOT NULL,
+            bytes BLOB NOT NULL,
+            crc32 INTEGER NOT NULL,
+            created_ms INTEGER NOT NULL,
+            PRIMARY KEY(room_id, hash)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// The schema this release reads and writes.

@@ -28,6 +28,14 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The database was written by a newer Inkwire.
     case schemaTooNew(found: Int, supported: Int)
     case closed
+    /// A blob past `StoreLimits.maxBlobBytes`, or empty.
+    case blobTooLarge(bytes: Int, limit: Int)
+    /// The room's blobs would pass `StoreLimits.maxRoomBlobBytes`.
+    case roomBlobQuotaFull(room: String, bytes: Int, limit: Int)
+    /// A blob hash of 0 or more than `StoreLimits.maxBlobHashBytes` bytes.
+    case invalidBlobHash(bytes: Int)
+    /// A stored blob whose bytes fail their checksum.
+    case corruptBlob(room: String)
 
     /// SQLITE_FULL: the disk (or the database's page limit) is full.
     public static let sqliteFull: Int32 = 13
@@ -66,6 +74,10 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .snapshotOutOfRange(room, upto, last, previous): "snapshot of \"\(room)\" up to \(upto) is outside \(previous)...\(last)"
         case let .corruptRecord(room, seq): "record \(seq) of room \"\(room)\" fails its checksum"
         case let .schemaTooNew(found, supported): "database schema \(found) is newer than \(supported)"
+        case let .blobTooLarge(bytes, limit): "blob is \(bytes) bytes, limit 1...\(limit)"
+        case let .roomBlobQuotaFull(room, bytes, limit): "room \"\(room)\" blobs would be \(bytes) bytes, limit \(limit)"
+        case let .invalidBlobHash(bytes): "blob hash is \(bytes) bytes (1...\(StoreLimits.maxBlobHashBytes))"
+        case let .corruptBlob(room): "a blob of room \"\(room)\" fails its checksum"
         case .closed: "store is closed"
         }
     }

@@ -7,6 +7,9 @@ enum StoreOp: Sendable {
     /// Replaces the room's snapshot; `compact` deletes the batches it covers.
     case snapshot(roomId: Int64, snapshot: RoomSnapshot, compact: Bool)
     case deleteRoom(roomId: Int64)
+    /// Stores a content-addressed blob (a background image) once per room; submitted before
+    /// the batch that names it, so that batch is never durable without it.
+    case putBlob(roomId: Int64, blob: StoredBlob)
 
     /// What this write weighs in the pending backlog.
     var byteCount: Int {
@@ -15,6 +18,7 @@ enum StoreOp: Sendable {
         case .append(_, let record): record.payload.count + record.author.utf8.count
         case .snapshot(_, let snapshot, _): snapshot.payload.count + snapshot.digest.count
         case .deleteRoom: 0
+        case .putBlob(_, let blob): blob.hash.count + blob.bytes.count
         }
     }
 }
@@ -47,6 +51,10 @@ protocol LogReader: AnyObject {
     func snapshot(roomId: Int64) throws(StoreError) -> RoomSnapshot?
     /// Committed batches with `from <= roomSeq <= upto`: how many, their payload bytes, the highest.
     func usage(roomId: Int64, from: UInt64, upto: UInt64) throws(StoreError) -> (count: Int, bytes: Int, maxSeq: UInt64)
+    /// Every committed blob's room, hash and size.
+    func loadBlobs() throws(StoreError) -> [(roomId: Int64, hash: [UInt8], size: Int)]
+    /// A committed blob's bytes; a checksum failure throws `corruptBlob` with an empty room name.
+    func blob(roomId: Int64, hash: [UInt8]) throws(StoreError) -> [UInt8]?
 }
 
 /// What a pipe did since the last `drain`.

@@ -1,3 +1,17 @@
+/// A blob as a room stores it: its content hash (the caller's, SHA-256 for backgrounds) and
+/// its bytes. The store keys blobs by hash and never hashes them itself.
+public struct StoredBlob: Sendable, Equatable {
+    public var hash: [UInt8]
+    public var bytes: [UInt8]
+    public var createdAtMs: UInt64
+
+    public init(hash: [UInt8], bytes: [UInt8], createdAtMs: UInt64) {
+        self.hash = hash
+        self.bytes = bytes
+        self.createdAtMs = createdAtMs
+    }
+}
+
 /// What a room keeps once a snapshot covers a prefix of its log.
 public enum Retention: UInt8, Sendable, Equatable, CustomStringConvertible {
     /// Keep every batch forever (replay, export); snapshots only speed up history sync.
@@ -130,6 +144,9 @@ public struct RoomInfo: Sendable, Equatable {
     /// Batches still in the log and their payload bytes (what the history size limit counts).
     public var recordCount: Int
     public var historyBytes: Int
+    /// Blobs stored (durable or not yet) and their bytes (what the room's blob quota counts).
+    public var blobCount = 0
+    public var blobBytes = 0
 }
 
 /// Figures for metrics. Counters only grow for the life of one store object.
@@ -185,6 +202,13 @@ public struct StoreLimits: Sendable, Equatable {
     public var maxTrackedOriginsPerRoom = 1024
     /// Most batches one `readTail` page holds.
     public var maxPageRecords = 4096
+    /// Largest blob (one background image), in bytes (`--max-background-bytes`).
+    public var maxBlobBytes = 4 * 1024 * 1024
+    /// Most blob bytes one room stores (`--room-background-quota-bytes`); blobs are never
+    /// deleted while the room exists, so this bounds a room's images for its lifetime.
+    public var maxRoomBlobBytes = 64 * 1024 * 1024
+    /// Longest blob hash, in bytes (SHA-512 fits).
+    public static let maxBlobHashBytes = 64
 
     public init() {}
 }

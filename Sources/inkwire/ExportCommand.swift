@@ -2,6 +2,9 @@
 // draws its board (a page, at the end or at a time of the lesson) as SVG or PNG, the way the
 // app and the web page draw it (InkCodec.BoardSVG; PNG through Debian's rsvg-convert).
 import Foundation
+import InkCrypto
+import InkImage
+import InkWeb
 import InkClient
 import InkCodec
 import InkProtocol
@@ -56,6 +59,8 @@ func runExportCommand(_ arguments: [String]) -> Int32 {
     var configuration = options.configuration()
     // Ask for the whole log as a tail (every batch with its author's times), not a snapshot.
     configuration.initialHave = .upTo(roomSeq: 0, digest: 0)
+    // Pictures draw the page's background image: fetched once the history is in.
+    if format != .trace { configuration.blobHash = { OpenSSLCrypto.shared.sha256($0) } }
     do {
         let runner = try ClientRunner("export", options: options, configuration: configuration)
         return Exporter(runner: runner, format: format, picture: picture).run()
@@ -77,6 +82,8 @@ private final class Exporter {
     /// The board as folded so far (for svg and png), up to `--at` when given.
     private var board = Board()
     private var sawSnapshot = false
+    /// The picture's background image, awaited after the history.
+    private var waitingFor: BlobHash?
 
     init(runner: ClientRunner, format: ExportFormat, picture: PictureOptions) {
         self.runner = runner
@@ -94,8 +101,13 @@ private final class Exporter {
                 printError("export", "the board has no page \(page.rawValue) (pages: \(board.pages.map { String($0.rawValue) }.joined(separator: ", ")))")
                 return ClientExit.failure
             }
+            var background: (image: BackgroundImage, href: String)?
+            if let image = board.backgrounds[page], let bytes = runner.session.background(image.hash) {
+                let mime = ImageCheck.format(of: bytes)?.mimeType ?? "image/jpeg"
+                background = (image, "data:\(mime);base64," + Base64.encode(bytes))
+            }
             let svg = BoardSVG.document(board.strokes(on: page), width: picture.width, height: picture.width * 3 / 4,
-                                        title: "page \(page.rawValue)" + (picture.atMs.map { " at \($0) ms" } ?? ""))
+                                        title: "page \(page.rawValue)" + (picture.atMs.map { " at \($0) ms" } ?? ""), background: background)
             out = Array(svg.utf8)
             if format == .png {
                 guard let png = rasterize(out) else { return ClientExit.failure }
@@ -159,7 +171,19 @@ private final class Exporter {
             var note = "inkwire export: \(lines) commands through roomSeq \(roomSeq)"
             if skipped > 0 { note += " (\(skipped) without a trace form skipped)" }
             FileHandle.standardError.write(Data((note + "\n").utf8))
+            let page = picture.page ?? board.presentedPage ?? .first
+            if format != .trace, let image = board.backgrounds[page], runner.session.background(image.hash) == nil {
+                waitingFor = image.hash  // the picture needs the page's background: it comes after the strokes
+                return
+            }
             runner.finish(ClientExit.ok)
+        case .background(let hash, _):
+            if hash == waitingFor { runner.finish(ClientExit.ok) }
+        case .backgroundFailed(let hash, let reason):
+            if hash == waitingFor {
+                printError("export", "warning: the page's background image \(hash.hex) could not be had (\(reason)): drawn without it")
+                runner.finish(ClientExit.ok)
+            }
         case .error(let code, _, let text):
             runner.fail(ClientExit.refused, "refused (\(code)): \(text)")
         default:

@@ -1,14 +1,16 @@
 // `inkwire watch`: joins a room and prints every delivered command, one per line, in room order.
 import Foundation
+import InkCrypto
+import InkImage
 import InkClient
 import InkCodec
 import InkProtocol
 import InkUV
 
-private let watchExtraUsage = "[--format legacy|json] [--count N] [--idle-exit SECONDS]"
+private let watchExtraUsage = "[--format legacy|json] [--count N] [--idle-exit SECONDS] [--backgrounds-dir DIR]"
 
 func runWatchCommand(_ arguments: [String]) -> Int32 {
-    guard let (options, flags) = parseClientArguments("watch", arguments, extra: ["--format", "--count", "--idle-exit"],
+    guard let (options, flags) = parseClientArguments("watch", arguments, extra: ["--format", "--count", "--idle-exit", "--backgrounds-dir"],
                                                       extraUsage: watchExtraUsage, defaultRole: .viewer) else {
         return ClientExit.badArguments
     }
@@ -31,8 +33,12 @@ func runWatchCommand(_ arguments: [String]) -> Int32 {
         return ClientExit.badArguments
     }
     do {
-        let runner = try ClientRunner("watch", options: options, configuration: options.configuration())
+        var configuration = options.configuration()
+        let backgroundsDir = flags.string("--backgrounds-dir")
+        if backgroundsDir != nil { configuration.blobHash = { OpenSSLCrypto.shared.sha256($0) } }
+        let runner = try ClientRunner("watch", options: options, configuration: configuration)
         let watcher = try Watcher(runner: runner, json: json, count: count, idleSeconds: idleSeconds)
+        watcher.backgroundsDir = backgroundsDir
         return watcher.run()
     } catch {
         printError("watch", "\(error)")
@@ -48,6 +54,8 @@ private final class Watcher {
     private var printed = 0
     private let idleTimer: LoopTimer
     private var out: [UInt8] = []
+    /// Where each background image the board names is written, as HASH.jpg or HASH.png.
+    var backgroundsDir: String?
 
     init(runner: ClientRunner, json: Bool, count: Int?, idleSeconds: Double?) throws {
         self.runner = runner
@@ -107,6 +115,17 @@ private final class Watcher {
             printError("watch", "synced through roomSeq \(roomSeq), board digest \(hex) \(matches ? "matches the server" : "DOES NOT MATCH the server")")
         case .error(let code, _, let text):
             printError("watch", "refused (\(code)): \(text)")
+        case .background(let hash, let bytes):
+            armIdle()
+            guard let dir = backgroundsDir else { return }
+            let path = dir + "/" + hash.hex + "." + (ImageCheck.format(of: bytes)?.fileExtension ?? "bin")
+            if FileManager.default.createFile(atPath: path, contents: Data(bytes)) {
+                printError("watch", "background \(hash.hex) (\(bytes.count) bytes) saved as \(path)")
+            } else {
+                printError("watch", "cannot write \(path)")
+            }
+        case .backgroundFailed(let hash, let reason):
+            printError("watch", "background \(hash.hex) not received: \(reason)")
         default:
             break
         }
@@ -140,6 +159,11 @@ func jsonLine(_ batch: DeliveredBatch, _ timed: TimedCommand) -> [UInt8] {
         case .lock: fields += ",\"cmd\":\"lock\""
         case .unlock: fields += ",\"cmd\":\"unlock\""
         case .presentPage(let p): fields += ",\"cmd\":\"presentPage\",\"page\":\(p.rawValue)"
+        }
+    case .background(let b):
+        fields += ",\"cmd\":\"background\",\"page\":\(b.page.rawValue)"
+        if let image = b.image {
+            fields += ",\"image\":\"\(image.hash.hex)\",\"width\":\(image.width),\"height\":\(image.height),\"fit\":\"\(image.fit.name)\""
         }
     case .unknown(let kind, let payload): fields += ",\"cmd\":\"unknown\",\"kind\":\(kind.rawValue),\"bytes\":\(payload.count)"
     }

@@ -33,13 +33,15 @@ let subcommands: [Subcommand] = [
           --speed N         playback speed factor (default 1)
         """, run: runSendCommand),
     Subcommand(name: "watch", summary: "print a room's commands as they arrive", help: """
-        usage: inkwire watch --server URL --room NAME [--format legacy|json] [--count N] [--idle-exit SECONDS]
+        usage: inkwire watch --server URL --room NAME [--format legacy|json] [--count N] [--idle-exit SECONDS] [--backgrounds-dir DIR]
         Joins as a viewer, gets the whole board first (its digest is checked), then prints every command in
         room order: the app's CSV text (legacy) or one JSON object per line.
         \(clientOptionsHelp)
           --format FORMAT   legacy (default) or json
           --count N         exit 0 after N commands
           --idle-exit S     exit 0 after S seconds without a command
+          --backgrounds-dir DIR  fetch the board's background images (after the strokes) and write each
+                            as DIR/SHA256.jpg or .png
         """, run: runWatchCommand),
     Subcommand(name: "export", summary: "write a room's whole history as a trace", help: """
         usage: inkwire export --server URL --room NAME [--format trace] > lesson.csv
@@ -48,6 +50,20 @@ let subcommands: [Subcommand] = [
         \(clientOptionsHelp)
           --format trace    the only format (default)
         """, run: runExportCommand),
+    Subcommand(name: "background", summary: "set a page's background image, or make pages of a PDF's", help: """
+        usage: inkwire background --server URL --room NAME [--role teacher|presenter] --image FILE [--page N] [--fit FIT]
+               inkwire background --server URL --room NAME --pdf FILE [--page N] [--max-pages N] [--pdf-timeout S]
+        Sets the background of board page N (default 0) to a JPEG or PNG image, drawn under the strokes, and
+        exits 0 once it is durable. With --pdf, PDF page k becomes board page N+k-1 (added if missing) with the
+        page rendered as its background (Debian's poppler-utils, in a separate process, bounded in pages,
+        pixels, memory and time). The daemon stores each image once (--max-background-bytes, a room quota).
+        \(clientOptionsHelp)
+          --image FILE      a JPEG or PNG
+          --pdf FILE        a PDF (at most --max-pages pages, default 100; each rendered within --pdf-timeout
+                            seconds, default 60)
+          --page N          the (first) board page (default 0)
+          --fit FIT         contain (default: the whole image, centred), cover (fills the page) or stretch
+        """, run: runBackgroundCommand),
     Subcommand(name: "token", summary: "mint a join token with the daemon's token secret", help: tokenUsage, run: runTokenCommand),
     Subcommand(name: "codec", summary: "convert whiteboard data between trace, legacy and binary forms", help: codecUsage, run: runCodecCommand),
     Subcommand(name: "demo-trace", summary: "write a made-up lesson trace (for trying inkwire send)", help: demoTraceUsage, run: runDemoTraceCommand),

@@ -5,7 +5,7 @@
 enum BinaryText {
     /// `T:pt:STROKE:pen|eraser:start|move|end:X:Y`, `T:pen:C:W`, `T:undo:S`, `T:redo:S`,
     /// `T:clear`, `T:erase:A:S`, `T:addpage:P`, `T:page:P`, `T:lock`, `T:unlock`,
-    /// `T:present:P`, `T:unknown:KIND:HEX`.
+    /// `T:present:P`, `T:bg:P:HASH:W:H:FIT` or `T:bg:P:none`, `T:unknown:KIND:HEX`.
     static func format(_ c: TimedCommand) -> String {
         let body: String
         switch c.command {
@@ -21,6 +21,12 @@ enum BinaryText {
         case .room(.lock): body = "lock"
         case .room(.unlock): body = "unlock"
         case .room(.presentPage(let p)): body = "present:\(p.rawValue)"
+        case .background(let b):
+            if let i = b.image {
+                body = "bg:\(b.page.rawValue):\(i.hash.hex):\(i.width):\(i.height):\(i.fit.name)"
+            } else {
+                body = "bg:\(b.page.rawValue):none"
+            }
         case .unknown(let k, let payload): body = "unknown:\(k.rawValue):\(hex(payload))"
         }
         return "\(c.timeMs):\(body)"
@@ -50,6 +56,15 @@ enum BinaryText {
         case "lock": command = .room(.lock)
         case "unlock": command = .room(.unlock)
         case "present": guard let p = u32(2) else { return nil }; command = .room(.presentPage(PageID(p)))
+        case "bg":
+            guard let p = u32(2) else { return nil }
+            if f.count == 4 && f[3] == "none" {
+                command = .background(PageBackground(page: PageID(p), image: nil))
+            } else {
+                guard f.count == 7, let h = BlobHash(hex: f[3]), let w = u32(4), let ht = u32(5), let fit = BackgroundFit(name: f[6]),
+                      let image = BackgroundImage(hash: h, width: w, height: ht, fit: fit) else { return nil }
+                command = .background(PageBackground(page: PageID(p), image: image))
+            }
         case "unknown":
             guard f.count == 4, let k = UInt8(f[2]), let payload = unhex(f[3]) else { return nil }
             command = .unknown(kind: CommandKind(rawValue: k), payload: payload)
@@ -103,7 +118,7 @@ struct RandomBatches {
         case 7: command = .room([.lock, .unlock, .presentPage(PageID(UInt32.random(in: 0...UInt32.max, using: &rng)))].randomElement(using: &rng)!)
         case 8:
             let n = Int.random(in: 0...(Bool.random(using: &rng) ? 3 : 300), using: &rng)
-            command = .unknown(kind: CommandKind(rawValue: UInt8.random(in: 10...255, using: &rng)),
+            command = .unknown(kind: CommandKind(rawValue: UInt8.random(in: 11...255, using: &rng)),
                                payload: (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) })
         case 9:
             // Anything: random stroke, tool and phase.

@@ -46,7 +46,7 @@ import Testing
 
     /// Turns a current room log into what release 0.1.0 wrote: schema 1, no application id.
     static func makeSchema1(_ path: String) throws {
-        try SQLiteConnection(path: path).exec("DROP TABLE schema_history; PRAGMA application_id = 0; PRAGMA user_version = 1;")
+        try SQLiteConnection(path: path).exec("DROP TABLE schema_history; DROP TABLE blobs; PRAGMA application_id = 0; PRAGMA user_version = 1;")
     }
 
     /// The names in `directory`, sorted ([] when it does not exist).

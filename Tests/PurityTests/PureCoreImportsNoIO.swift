@@ -6,7 +6,8 @@ import Testing
 /// to the same rule, so one seed replays a whole legacy run.
 private let pureModules = ["Sources/InkCodec", "Sources/InkProtocol", "Sources/InkRelay", "Sources/InkSim", "Sources/InkClient",
                            "Sources/InkWeb", "Sources/InkLegacy", "Benchmarks/LegacyAppModel"]
-private let forbidden = ["Foundation", "FoundationEssentials", "Glibc", "Darwin", "Musl", "Dispatch", "CLibUV", "InkUV", "CSQLite", "InkStore"]
+private let forbidden = ["Foundation", "FoundationEssentials", "Glibc", "Darwin", "Musl", "Dispatch", "CLibUV", "InkUV", "CSQLite", "InkStore",
+                         "InkImage", "CPNG", "CTurboJPEG"]
 
 private func packageRoot() -> URL {
     // Tests/PurityTests/<this file> -> package root.

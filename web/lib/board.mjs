@@ -38,6 +38,8 @@ export class Board {
     this.pages = [0];
     this.locked = false;
     this.presentedPage = null;
+    /// Each page's background image {hash, width, height, fit}, if it has one.
+    this.backgrounds = new Map();
     /// Strokes by `author:id`, and their drawing order (eraser strokes erase what is below).
     this.strokes = new Map();
     this.order = [];
@@ -81,6 +83,10 @@ export class Board {
       case 'unlock': this.locked = false; return undefined;
       case 'present':
         if (this.pages.includes(c.page)) this.presentedPage = c.page;
+        return undefined;
+      case 'background':
+        if (!this.pages.includes(c.page)) return undefined;
+        if (c.image === null) this.backgrounds.delete(c.page); else this.backgrounds.set(c.page, c.image);
         return undefined;
       default: return undefined; // unknown kinds: kept by relays, ignored by the fold
     }
@@ -210,6 +216,19 @@ export class Board {
       for (const s of a.undo) h.u32(s);
       h.u32(a.redo.length);
       for (const s of a.redo) h.u32(s);
+    }
+    // Only when a page has a background, so boards without keep their digests.
+    if (this.backgrounds.size > 0) {
+      h.u32(this.backgrounds.size);
+      for (const p of this.pages) {
+        const b = this.backgrounds.get(p);
+        if (b === undefined) continue;
+        h.u32(p);
+        for (const byte of b.hash) h.byte(byte);
+        h.u32(b.width);
+        h.u32(b.height);
+        h.byte(b.fit);
+      }
     }
     return h.hex;
   }

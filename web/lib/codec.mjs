@@ -8,6 +8,7 @@
 //   {t, type: 'pen', color: 0..5, width: 1..3}   {t, type: 'undo' | 'redo', stroke}
 //   {t, type: 'clear'}   {t, type: 'erase', author, stroke}
 //   {t, type: 'addPage' | 'switchPage', page}   {t, type: 'lock' | 'unlock'}   {t, type: 'present', page}
+//   {t, type: 'background', page, image: null | {hash: Uint8Array(32), width, height, fit: 1 contain | 2 cover | 3 stretch}}
 //   {t, type: 'unknown', kind, payload: Uint8Array}
 import { HEADER, KIND, TIME, RESIDUAL, SIGN } from './tables.mjs';
 
@@ -58,6 +59,50 @@ const tSign = (i) => 29 + i;
 const K_MOVE = 1, K_END = 2, K_START_PEN = 3, K_START_ERASER = 4, K_POINT = 5, K_PEN = 6, K_UNDO = 7;
 const K_REDO = 8, K_CLEAR = 9, K_ERASE = 10, K_ADD_PAGE = 11, K_SWITCH_PAGE = 12, K_ROOM = 13;
 const K_OPAQUE = 14, K_MOVE_NEXT_FRAME = 15;
+/// The command kind number of `background` (protocol.md 1), carried in the opaque form.
+export const KIND_BACKGROUND = 10;
+export const MAX_BACKGROUND_SIDE = 16384;
+
+/// A background's payload: page:varint, then 0, or 1 hash[32] width:varint height:varint fit:u8.
+function encodeBackground(cmd) {
+  const out = [];
+  const varint = (v) => { while (v >= 0x80) { out.push((v % 128) | 0x80); v = Math.floor(v / 128); } out.push(v); };
+  varint(cmd.page);
+  if (cmd.image === null) { out.push(0); return out; }
+  out.push(1, ...cmd.image.hash);
+  varint(cmd.image.width);
+  varint(cmd.image.height);
+  out.push(cmd.image.fit);
+  return out;
+}
+
+/// Null unless `p` is exactly one well-formed background (minimal varints, nothing after it).
+function decodeBackground(p) {
+  let i = 0;
+  const varint = () => {
+    let v = 0, scale = 1;
+    for (let n = 0; n < 5 && i < p.length; n++) {
+      const b = p[i++];
+      if (b === 0 && n > 0) return null;
+      v += (b & 0x7f) * scale;
+      if ((b & 0x80) === 0) return v <= UINT32_MAX ? v : null;
+      scale *= 128;
+    }
+    return null;
+  };
+  const page = varint();
+  if (page === null || i >= p.length) return null;
+  const flag = p[i++];
+  if (flag === 0) return i === p.length ? { page, image: null } : null;
+  if (flag !== 1 || p.length - i < 32) return null;
+  const hash = p.slice(i, i + 32);
+  i += 32;
+  const width = varint(), height = varint();
+  if (width === null || height === null || i + 1 !== p.length) return null;
+  const fit = p[i];
+  if (![1, 2, 3].includes(fit) || width < 1 || height < 1 || width > MAX_BACKGROUND_SIDE || height > MAX_BACKGROUND_SIDE) return null;
+  return { page, image: { hash, width, height, fit } };
+}
 
 // ---- 64-bit helpers: Numbers while exact, BigInts beyond 2^53 ----
 
@@ -450,6 +495,11 @@ function otherCommand(kind, d, c, budget) {
       budget.bytes -= length;
       const payload = new Uint8Array(length);
       for (let i = 0; i < length; i++) payload[i] = d.bits(8);
+      if (code === KIND_BACKGROUND) {
+        const background = decodeBackground(payload);
+        if (background === null) return fail('badField');
+        return { t, type: 'background', ...background };
+      }
       return { t, type: 'unknown', kind: code, payload };
     }
     default:
@@ -681,14 +731,18 @@ function putCommand(cmd, c, w) {
       w.putBits(cmd.type === 'lock' ? 0 : cmd.type === 'unlock' ? 1 : 2, 2);
       if (cmd.type === 'present') w.putUInt(cmd.page);
       return;
-    case 'unknown':
-      if (cmd.payload.length > MAX_OPAQUE_BYTES) fail('payloadTooLarge', cmd.payload.length);
+    case 'background':
+    case 'unknown': {
+      const kind = cmd.type === 'background' ? KIND_BACKGROUND : cmd.kind;
+      const payload = cmd.type === 'background' ? encodeBackground(cmd) : cmd.payload;
+      if (payload.length > MAX_OPAQUE_BYTES) fail('payloadTooLarge', payload.length);
       w.put(kindTable, K_OPAQUE);
       putTime(cmd.t, 3, c, w);
-      w.putBits(cmd.kind, 8);
-      w.putUInt(cmd.payload.length);
-      for (const b of cmd.payload) w.putBits(b, 8);
+      w.putBits(kind, 8);
+      w.putUInt(payload.length);
+      for (const b of payload) w.putBits(b, 8);
       return;
+    }
     default:
       throw new TypeError(`not a command: ${cmd.type}`);
   }
@@ -705,7 +759,12 @@ function checkCommand(cmd) {
     case 'undo': case 'redo': ok &&= uint32(cmd.stroke); break;
     case 'erase': ok &&= uint32(cmd.author) && uint32(cmd.stroke); break;
     case 'addPage': case 'switchPage': case 'present': ok &&= uint32(cmd.page); break;
-    case 'unknown': ok &&= Number.isInteger(cmd.kind) && cmd.kind >= 0 && cmd.kind <= 255 && !(cmd.kind >= 1 && cmd.kind <= 9); break;
+    case 'background':
+      ok &&= uint32(cmd.page) && (cmd.image === null || (cmd.image.hash instanceof Uint8Array && cmd.image.hash.length === 32
+        && [cmd.image.width, cmd.image.height].every((v) => Number.isInteger(v) && v >= 1 && v <= MAX_BACKGROUND_SIDE)
+        && [1, 2, 3].includes(cmd.image.fit)));
+      break;
+    case 'unknown': ok &&= Number.isInteger(cmd.kind) && cmd.kind >= 0 && cmd.kind <= 255 && !(cmd.kind >= 1 && cmd.kind <= KIND_BACKGROUND); break;
     default: break;
   }
   if (!ok) throw new TypeError(`invalid command ${JSON.stringify(cmd, (k, v) => (typeof v === 'bigint' ? String(v) : v))}`);

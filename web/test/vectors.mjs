@@ -36,6 +36,9 @@ export function parseCommand(text) {
     case 'lock': return { t, type: 'lock' };
     case 'unlock': return { t, type: 'unlock' };
     case 'present': return { t, type: 'present', page: Number(f[2]) };
+    case 'bg':
+      if (f[3] === 'none') return { t, type: 'background', page: Number(f[2]), image: null };
+      return { t, type: 'background', page: Number(f[2]), image: { hash: unhex(f[3]), width: Number(f[4]), height: Number(f[5]), fit: { contain: 1, cover: 2, stretch: 3 }[f[6]] } };
     case 'unknown': return { t, type: 'unknown', kind: Number(f[2]), payload: unhex(f[3] ?? '') };
     default: throw new Error(`unknown command notation ${text}`);
   }
