@@ -125,15 +125,13 @@ final class OpenSSLAESGCM: PacketAEAD {
     private let key: [UInt8]
     private var encryptor: OpaquePointer?
     private var decryptor: OpaquePointer?
-    /// The 96-bit nonce: 4 zero bytes, then the 64-bit counter big-endian.
-    private let iv = UnsafeMutablePointer<UInt8>.allocate(capacity: 12)
+    private let nonceBuffer = NoiseNonce()
     /// The tag's scratch space and the `OSSL_PARAM` array that names it (tag, end).
     private let tag = UnsafeMutablePointer<UInt8>.allocate(capacity: 16)
     private let tagParams = UnsafeMutablePointer<OSSL_PARAM>.allocate(capacity: 2)
 
     init(key: [UInt8]) {
         self.key = key
-        iv.initialize(repeating: 0, count: 12)
         tag.initialize(repeating: 0, count: 16)
         tagParams[0] = OSSL_PARAM_construct_octet_string(OpenSSLCrypto.name("tag"), tag, 16)
         tagParams[1] = OSSL_PARAM_construct_end()
@@ -142,13 +140,8 @@ final class OpenSSLAESGCM: PacketAEAD {
     deinit {
         EVP_CIPHER_CTX_free(encryptor)
         EVP_CIPHER_CTX_free(decryptor)
-        iv.deallocate()
         tag.deallocate()
         tagParams.deallocate()
-    }
-
-    private func setNonce(_ n: UInt64) {
-        for k in 0..<8 { iv[4 + k] = UInt8(truncatingIfNeeded: n >> UInt64(56 - 8 * k)) }
     }
 
     private func context(encrypting: Bool) -> OpaquePointer {
@@ -163,7 +156,7 @@ final class OpenSSLAESGCM: PacketAEAD {
 
     func seal(nonce: UInt64, ad: UnsafeRawBufferPointer, plaintext: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer) {
         let c = context(encrypting: true)
-        setNonce(nonce)
+        let iv = nonceBuffer.set(nonce)
         precondition(output.count >= plaintext.count + 16)
         var ok = EVP_EncryptInit_ex2(c, nil, nil, iv, nil) == 1
         if ad.count > 0 { ok = ok && EVP_Cipher(c, nil, ad.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt32(ad.count)) >= 0 }
@@ -182,7 +175,7 @@ final class OpenSSLAESGCM: PacketAEAD {
         let n = ciphertext.count - 16
         guard n >= 0, output.count >= n else { return false }
         let c = context(encrypting: false)
-        setNonce(nonce)
+        let iv = nonceBuffer.set(nonce)
         guard EVP_DecryptInit_ex2(c, nil, nil, iv, nil) == 1 else { return false }
         if ad.count > 0, EVP_Cipher(c, nil, ad.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt32(ad.count)) < 0 { return false }
         let source = ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self)

@@ -14,24 +14,17 @@ final class SodiumAESGCM: PacketAEAD {
 
     private let state: UnsafeMutableRawPointer
     private let stateBytes = crypto_aead_aes256gcm_statebytes()
-    /// The 96-bit nonce: 4 zero bytes, then the 64-bit counter big-endian.
-    private let iv = UnsafeMutablePointer<UInt8>.allocate(capacity: 12)
+    private let nonceBuffer = NoiseNonce()
 
     init(key: [UInt8]) {
         precondition(SodiumAESGCM.isAvailable && key.count == 32, "libsodium AES-256-GCM needs AES-NI and a 32-byte key")
         state = UnsafeMutableRawPointer.allocate(byteCount: stateBytes, alignment: 16)
-        iv.initialize(repeating: 0, count: 12)
         _ = crypto_aead_aes256gcm_beforenm(state.assumingMemoryBound(to: crypto_aead_aes256gcm_state.self), key)
     }
 
     deinit {
         sodium_memzero(state, stateBytes)
         state.deallocate()
-        iv.deallocate()
-    }
-
-    private func setNonce(_ n: UInt64) {
-        for k in 0..<8 { iv[4 + k] = UInt8(truncatingIfNeeded: n >> UInt64(56 - 8 * k)) }
     }
 
     private var context: UnsafePointer<crypto_aead_aes256gcm_state> {
@@ -40,7 +33,7 @@ final class SodiumAESGCM: PacketAEAD {
 
     func seal(nonce: UInt64, ad: UnsafeRawBufferPointer, plaintext: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer) {
         precondition(output.count >= plaintext.count + 16)
-        setNonce(nonce)
+        let iv = nonceBuffer.set(nonce)
         let out = output.baseAddress!.assumingMemoryBound(to: UInt8.self)
         // Never fails for a message this size (the limit is 64 GB).
         _ = crypto_aead_aes256gcm_encrypt_detached_afternm(
@@ -51,7 +44,7 @@ final class SodiumAESGCM: PacketAEAD {
     func open(nonce: UInt64, ad: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer, output: UnsafeMutableRawBufferPointer) -> Bool {
         let n = ciphertext.count - 16
         guard n >= 0, output.count >= n else { return false }
-        setNonce(nonce)
+        let iv = nonceBuffer.set(nonce)
         let source = ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self)
         return crypto_aead_aes256gcm_decrypt_detached_afternm(
             output.baseAddress?.assumingMemoryBound(to: UInt8.self), nil, source, UInt64(n), source + n,

@@ -51,7 +51,7 @@ final class JSONWriter {
     func field(_ name: StaticString, _ value: Bool) {
         separate()
         appendKey(name)
-        bytes.append(contentsOf: value ? Array("true".utf8) : Array("false".utf8))
+        bytes.append(contentsOf: (value ? "true" : "false").utf8)
     }
 
     /// A number rounded to hundredths (`null` when absent or not finite).
@@ -59,7 +59,7 @@ final class JSONWriter {
         separate()
         appendKey(name)
         guard let value, value.isFinite, abs(value) < 1e15 else {
-            bytes.append(contentsOf: Array("null".utf8))
+            bytes.append(contentsOf: "null".utf8)
             return
         }
         let hundredths = Int((value * 100).rounded())
@@ -91,21 +91,9 @@ final class JSONWriter {
         bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
     }
 
+    /// Digits without a heap allocation (`String(Int)` is a small string).
     static func appendInteger(_ value: Int, to out: inout [UInt8]) {
-        if value < 0 { out.append(UInt8(ascii: "-")) }
-        var m = value.magnitude
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var n = 0
-        withUnsafeMutableBytes(of: &digits) { d in
-            repeat {
-                d[n] = UInt8(ascii: "0") + UInt8(m % 10)
-                m /= 10
-                n += 1
-            } while m > 0
-            for i in stride(from: n - 1, through: 0, by: -1) { out.append(d[i]) }
-        }
+        out.append(contentsOf: String(value).utf8)
     }
 
     /// `s` as a JSON string: quotes, backslashes, control characters, the line separators
