@@ -4,7 +4,7 @@ import InkSim
 
 /// `inkwire-bench kcp-experiment [--seeds 1-50] [--loss-percent 5] [--kcp-modes normal,fast]`
 ///
-/// KCP's latency experiment (docs kcp-latency-experiment.md) with two Inkwire sessions, one run
+/// KCP's latency experiment (docs/notes/kcp-experiment.md) with two Inkwire sessions, one run
 /// per seed (`srand(seed)`), and the same experiment with the real C KCP in each of
 /// `--kcp-modes` (test.cpp's "normal" and "fast" by default, "none" for none), driven by
 /// `Benchmarks/kcp-experiment/kcp_experiment.py` over the same link model and seeds
@@ -12,7 +12,7 @@ import InkSim
 /// experiment's default `lostrate 10` gives 5); 0 gives the loss-free floor.
 /// `--endpoint passthrough` replaces the sessions with no ARQ at all (the link's own floor).
 /// Prints one JSON line per row, then a table; the figures KCP's experiment is quoted with
-/// (docs kcp-latency-experiment.md) follow as a cross-check of the measured KCP rows.
+/// (docs/notes/kcp-experiment.md) follow as a cross-check of the measured KCP rows.
 func runKCPExperiment(_ arguments: [String]) -> Never {
     var seeds = Array(1 ... 50)
     var lossPercent = KCPLatencySimulator.defaultLossPercent

@@ -5,7 +5,7 @@ import InkUV
 /// the app's framing, the app's heartbeat (`27 11` at connect and every 3 s; inkwired drops a
 /// device it hears none from for 9 s), and every received text command handed on with the time
 /// it arrived. It reads with a clean accumulate-and-parse loop: it measures what the relay
-/// delivers, not the app's reader defects (docs/legacy-hywhiteboard.md).
+/// delivers, not the app's reader defects (docs/legacy-app.md).
 final class LegacyLossWatcher {
     /// The app's heartbeat interval.
     static let heartbeatIntervalMicroseconds: UInt64 = 3_000_000
@@ -75,7 +75,7 @@ final class LegacyLossWatcher {
 
 /// What a legacy watcher of one room must see, in order: the app's message for each of the
 /// drawer's points, undos, redos and clears. Pen styles are state the relay may send again
-/// or fold (it keeps the app's pen right, docs/legacy-hywhiteboard.md), so they are neither
+/// or fold (it keeps the app's pen right, docs/legacy-app.md), so they are neither
 /// owed nor counted.
 struct LegacyExpectation {
     var messages: [LegacyMessage] = []

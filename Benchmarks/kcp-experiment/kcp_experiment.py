@@ -3,8 +3,8 @@
 
 KCP itself comes from PyPI's `siokcp` (a sans-IO binding of skywind3000's ikcp.c, pinned in
 .ci/pip-test-packages.txt); nothing of KCP is in this repository. The link and the workload
-are written here from the experiment's specification (docs kcp-latency-experiment.md in the
-shared folder, and Sources/InkSim/KCPLatencySimulator.swift and KCPExperiment.swift, which
+are written here from the experiment's specification (docs/notes/kcp-experiment.md,
+and Sources/InkSim/KCPLatencySimulator.swift and KCPExperiment.swift, which
 run the same experiment with Inkwire's ARQ):
 
 - link: two FIFO directions, a loss "bag" per direction (the values 0..99 drawn without

@@ -1,4 +1,4 @@
-// The legacy app's image upload (its port 57777; ../shared/docs/legacy-hywhiteboard.md, Image
+// The legacy app's image upload (its port 57777; docs/legacy-app.md, Image
 // upload): `101,<width>,<height>,<byteLength>` as a text frame, the image in file-chunk frames
 // (command 11, 1024 bytes each, one empty frame more when the length is a multiple of 1024),
 // then the text frame `102`. The receiving app checks that the bytes it got equal the length

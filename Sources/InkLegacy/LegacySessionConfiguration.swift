@@ -3,7 +3,7 @@ import InkCodec
 import InkProtocol
 
 /// How a `LegacySession` paces an app. The app's own constants come from HYWhiteboard v1.2
-/// (`../shared/docs/legacy-hywhiteboard.md`); the rest are this relay's choices, each with the
+/// (docs/legacy-app.md); the rest are this relay's choices, each with the
 /// reason it has that value.
 public struct LegacySessionConfiguration: Sendable, Equatable {
     /// A heartbeat is written at least this often. The app checks its last heard heartbeat on a

@@ -1,7 +1,7 @@
 import InkProtocol
 
 /// KCP's latency experiment (`test.cpp`), run in virtual time over `KCPLatencySimulator` with any
-/// reliable endpoint pair, exactly as docs `kcp-latency-experiment.md` specifies.
+/// reliable endpoint pair, exactly as docs/notes/kcp-experiment.md describes.
 ///
 /// 1 ms steps. Each step, in order: both peers get the time; A queues its due messages
 /// (`[u32 index][u32 sendTime]`, little-endian as on KCP's x86, every 20 ms from t0 + 20);

@@ -1,5 +1,5 @@
 /// KCP's `LatencySimulator` (from its `test.h`), reproduced exactly so Inkwire's ARQ can be set
-/// beside KCP's published figures on the same link. See docs `kcp-latency-experiment.md`.
+/// beside KCP's published figures on the same link. See docs/notes/kcp-experiment.md.
 ///
 /// Two one-way FIFO queues (A->B and B->A). One glibc `rand()` stream is shared by both
 /// directions and by loss and delay: every send draws once from its direction's loss bag and,
