@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds each decoder's libFuzzer target with `swiftc -sanitize=fuzzer` and runs it for a
-# bounded time (FUZZ_SECONDS, default 10 per target). Any crash fails the run.
+# bounded time (FUZZ_SECONDS, default 10 per target; FUZZ_JOBS at once, default one per core).
+# Any crash fails the run.
 #
 # A target is one file Fuzz/targets/NAME.swift defining `@_cdecl("LLVMFuzzerTestOneInput")`.
 # It uses the pure modules' sources (`modules` below) as one module, without an `import` (their
@@ -49,6 +50,7 @@ library_for() {  # $@: extra module names; prints the library's name, building i
     echo "$key"
 }
 lib="$src/lib"; mkdir -p "$lib"
+built=()
 for target in "${targets[@]}"; do
     name="$(basename "$target" .swift)"
     extra=($(sed -n -E 's|^// fuzz-modules:(.*)$|\1|p' "$target"))
@@ -59,16 +61,36 @@ for target in "${targets[@]}"; do
         -I "$lib" -L "$lib" -l"$core" "$lib/target_$name.swift" -o "bin/$name" > "bin/$name.build.log" 2>&1; then
         cat "bin/$name.build.log"; failed+=("$name (build)"); continue
     fi
-    corpus="bin/$name-corpus"; crashes="bin/$name-crashes"
+    built+=("$name")
+done
+# Each fuzzer is single-threaded: run as many at once as there are cores (FUZZ_JOBS).
+run_one() {  # $1: target name; its status is the fuzzer's
+    local name="$1" corpus="bin/$1-corpus" crashes="bin/$1-crashes"
     mkdir -p "$corpus" "$crashes"
     [ -d "seeds/$name" ] && cp -n seeds/"$name"/* "$corpus"/ 2>/dev/null || true
-    echo "fuzz: running $name for ${seconds}s"
-    if "bin/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=4096 \
-        -artifact_prefix="$crashes/" -print_final_stats=1 "$corpus" > "bin/$name.log" 2>&1; then
-        grep -a -E '^stat::number_of_executed_units|^Done' "bin/$name.log" | sed "s/^/fuzz: $name: /" || true
+    "bin/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=4096 \
+        -artifact_prefix="$crashes/" -print_final_stats=1 "$corpus" > "bin/$name.log" 2>&1
+}
+jobs_max="${FUZZ_JOBS:-$(nproc)}"
+declare -A running=()  # pid -> target name
+report() {  # $1: name, $2: status
+    if [ "$2" -eq 0 ]; then
+        grep -a -E '^stat::number_of_executed_units|^Done' "bin/$1.log" | sed "s/^/fuzz: $1: /" || true
     else
-        tail -40 "bin/$name.log"; failed+=("$name")
+        tail -40 "bin/$1.log"; failed+=("$1")
     fi
+}
+reap_one() {  # waits for any running fuzzer and reports it
+    local pid status=0
+    wait -n -p pid "${!running[@]}" || status=$?
+    report "${running[$pid]}" "$status"
+    unset "running[$pid]"
+}
+for name in "${built[@]}"; do
+    while [ "${#running[@]}" -ge "$jobs_max" ]; do reap_one; done
+    echo "fuzz: running $name for ${seconds}s"
+    run_one "$name" & running[$!]="$name"
 done
+while [ "${#running[@]}" -gt 0 ]; do reap_one; done
 if [ "${#failed[@]}" -gt 0 ]; then echo "fuzz: FAILED: ${failed[*]}"; exit 1; fi
 echo "fuzz: all targets ran ${seconds}s without a crash"
