@@ -13,22 +13,12 @@ import InkCodec
 /// `decode_array_mpts` appends to an array (the [TimedCommand] one).
 /// Prints one JSON line, then a short table.
 func runCodecBench(_ arguments: [String]) -> Never {
-    var tracePath = ""
-    var runs = 7
-    var repeats = 0
-    var window = Batch.liveFlushMs
-    var i = 0
-    while i < arguments.count {
-        let value = i + 1 < arguments.count ? arguments[i + 1] : ""
-        switch arguments[i] {
-        case "--trace": tracePath = value
-        case "--runs": runs = max(1, Int(value) ?? 0)
-        case "--repeat": repeats = max(1, Int(value) ?? 0)
-        case "--window-ms": window = max(1, UInt64(value) ?? 0)
-        default: codecUsage("unknown argument \(arguments[i])")
-        }
-        i += 2
-    }
+    let cli = BenchOptions.read(arguments, command: "codec", usage: codecUsageText,
+                                    options: ["--trace", "--runs", "--repeat", "--window-ms"])
+    let tracePath = cli.text("--trace") ?? ""
+    let runs = cli.integer("--runs", 1...1000, default: 7)
+    var repeats = cli.integer("--repeat", 1...1_000_000, default: 0)
+    let window = cli.integer("--window-ms", 1...3_600_000, default: Batch.liveFlushMs)
     guard !tracePath.isEmpty else { codecUsage("--trace PATH is required") }
     guard let data = FileManager.default.contents(atPath: tracePath) else { codecUsage("cannot read \(tracePath)") }
     let text = [UInt8](data)
@@ -216,7 +206,6 @@ private func median(_ values: [Double]) -> Double {
 
 private func fixed(_ v: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", v) }
 
-private func codecUsage(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("inkwire-bench codec: \(message)\nusage: inkwire-bench codec --trace PATH [--runs N] [--repeat N] [--window-ms MS]\n".utf8))
-    exit(2)
-}
+private let codecUsageText = "usage: inkwire-bench codec --trace PATH [--runs 7] [--repeat N] [--window-ms 60]"
+
+private func codecUsage(_ message: String) -> Never { BenchOptions.fail(command: "codec", usage: codecUsageText, message) }

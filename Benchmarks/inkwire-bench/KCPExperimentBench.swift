@@ -14,42 +14,28 @@ import InkSim
 /// Prints one JSON line per row, then a table; the figures KCP's experiment is quoted with
 /// (docs/notes/kcp-experiment.md) follow as a cross-check of the measured KCP rows.
 func runKCPExperiment(_ arguments: [String]) -> Never {
+    let cli = BenchOptions.read(arguments, command: "kcp-experiment", usage: kcpExperimentUsage,
+                                options: ["--seeds", "--loss-percent", "--endpoint", "--kcp-modes", "--python", "--kcp-driver"])
     var seeds = Array(1 ... 50)
-    var lossPercent = KCPLatencySimulator.defaultLossPercent
-    var endpointKind = "arq"
-    var kcpModes = KCPExperimentKCP.defaultModes
-    var python = "python3"
-    var driver = KCPExperimentKCP.defaultDriverPath
-    var i = 0
-    while i < arguments.count {
-        let value = i + 1 < arguments.count ? arguments[i + 1] : ""
-        switch arguments[i] {
-        case "--seeds":
-            guard let parsed = parseSeedList(value) else { benchUsage("bad --seeds \(value)") }
-            seeds = parsed
-        case "--loss-percent":
-            guard let p = Int(value), (0 ... 100).contains(p) else { benchUsage("bad --loss-percent \(value)") }
-            lossPercent = p
-        case "--endpoint":
-            guard ["arq", "passthrough"].contains(value) else { benchUsage("bad --endpoint \(value)") }
-            endpointKind = value
-        case "--kcp-modes":
-            let modes = value == "none" ? [] : value.split(separator: ",").map(String.init)
-            guard value == "none" || (!modes.isEmpty && modes.allSatisfy(KCPExperimentKCP.modes.contains)) else {
-                benchUsage("bad --kcp-modes \(value) (default, normal, fast, comma-separated, or none)")
-            }
-            kcpModes = modes
-        case "--python":
-            guard !value.isEmpty else { benchUsage("--python needs a program") }
-            python = value
-        case "--kcp-driver":
-            guard !value.isEmpty else { benchUsage("--kcp-driver needs a path") }
-            driver = value
-        default:
-            benchUsage("unknown argument \(arguments[i])")
-        }
-        i += 2
+    if let text = cli.text("--seeds") {
+        guard let parsed = parseSeedList(text) else { cli.fail("--seeds takes numbers and ranges such as 1-50 or 1,3,5, got '\(text)'") }
+        seeds = parsed
     }
+    let lossPercent = cli.integer("--loss-percent", 0...100, default: KCPLatencySimulator.defaultLossPercent)
+    let endpointKind = cli.text("--endpoint") ?? "arq"
+    guard ["arq", "passthrough"].contains(endpointKind) else { cli.fail("--endpoint takes arq or passthrough, got '\(endpointKind)'") }
+    var kcpModes = KCPExperimentKCP.defaultModes
+    if let text = cli.text("--kcp-modes") {
+        let modes = text == "none" ? [] : text.split(separator: ",").map(String.init)
+        guard text == "none" || (!modes.isEmpty && modes.allSatisfy(KCPExperimentKCP.modes.contains)) else {
+            cli.fail("--kcp-modes takes default, normal, fast (comma-separated) or none, got '\(text)'")
+        }
+        kcpModes = modes
+    }
+    let python = cli.text("--python") ?? "python3"
+    guard !python.isEmpty else { cli.fail("--python needs a program") }
+    let driver = cli.text("--kcp-driver") ?? KCPExperimentKCP.defaultDriverPath
+    guard !driver.isEmpty else { cli.fail("--kcp-driver needs a path") }
 
     var results: [KCPExperiment.Result] = []
     var statsA: [ARQStats] = []
@@ -187,12 +173,8 @@ func parseSeedList(_ text: String) -> [Int]? {
     return seeds.isEmpty ? nil : seeds
 }
 
-func benchUsage(_ message: String) -> Never {
-    let usage = "usage: inkwire-bench kcp-experiment [--seeds 1-50] [--loss-percent 5] [--endpoint arq|passthrough] "
-        + "[--kcp-modes normal,fast|none] [--python python3] [--kcp-driver Benchmarks/kcp-experiment/kcp_experiment.py]"
-    FileHandle.standardError.write(Data("inkwire-bench kcp-experiment: \(message)\n\(usage)\n".utf8))
-    exit(64)
-}
+private let kcpExperimentUsage = "usage: inkwire-bench kcp-experiment [--seeds 1-50] [--loss-percent 5] [--endpoint arq|passthrough] "
+    + "[--kcp-modes normal,fast|none] [--python python3] [--kcp-driver Benchmarks/kcp-experiment/kcp_experiment.py]"
 
 /// No ARQ at all: the link's own floor (only meaningful at 0 % loss).
 private final class PassThroughSession: SimReliableEndpoint {

@@ -14,22 +14,11 @@ import InkUV
 /// ready line (its own timestamp) to delivering again: the drawer's first batch acknowledged,
 /// each watcher's first batch received, after the restart.
 func runRestartBench(_ arguments: [String]) -> Never {
-    var watchers = 7
-    var rounds = 5
-    var gapMs: UInt64 = 200
-    var i = 0
-    while i < arguments.count {
-        let value = i + 1 < arguments.count ? arguments[i + 1] : ""
-        switch arguments[i] {
-        case "--watchers": watchers = max(1, Int(value) ?? 7)
-        case "--rounds": rounds = max(1, Int(value) ?? 5)
-        case "--gap-ms": gapMs = UInt64(value) ?? 200
-        default:
-            print("usage: inkwire-bench restart [--watchers 7] [--rounds 5] [--gap-ms 200]")
-            exit(2)
-        }
-        i += 2
-    }
+    let cli = BenchOptions.read(arguments, command: "restart", usage: "usage: inkwire-bench restart [--watchers 7] [--rounds 5] [--gap-ms 200]",
+                                    options: ["--watchers", "--rounds", "--gap-ms"])
+    let watchers = cli.integer("--watchers", 1...1000, default: 7)
+    let rounds = cli.integer("--rounds", 1...1000, default: 5)
+    let gapMs = cli.integer("--gap-ms", UInt64(0)...600_000, default: 200)
     do {
         let results = try RestartBench(watchers: watchers).run(rounds: rounds, gapMs: gapMs)
         let all = results.flatMap { $0 }.sorted()

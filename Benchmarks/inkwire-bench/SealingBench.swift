@@ -12,20 +12,10 @@ import InkProtocol
 /// bytes (version/kind, flags, the id, the checksum; no packet number, no tag). Also the join's
 /// bytes both ways, and AES-256-GCM's cost per live packet (seal and open, this machine).
 func runSealingBench(_ arguments: [String]) -> Never {
-    var tracePath: String?
-    var seconds: UInt64 = 120
-    var i = 0
-    while i < arguments.count {
-        let value = i + 1 < arguments.count ? arguments[i + 1] : ""
-        switch arguments[i] {
-        case "--trace": tracePath = value
-        case "--seconds": seconds = UInt64(value) ?? 120
-        default:
-            print("usage: inkwire-bench sealing [--trace PATH] [--seconds 120]")
-            exit(2)
-        }
-        i += 2
-    }
+    let cli = BenchOptions.read(arguments, command: "sealing", usage: "usage: inkwire-bench sealing [--trace PATH] [--seconds 120]",
+                                    options: ["--trace", "--seconds"])
+    let tracePath = cli.text("--trace")
+    let seconds = cli.integer("--seconds", UInt64(1)...86_400, default: 120)
     let lines: [TraceLine]
     if let tracePath, let text = FanoutDaemon.read(tracePath), let parsed = try? Trace.parse(Array(text.utf8)) {
         lines = parsed

@@ -12,29 +12,28 @@ import InkStore
 ///    `pollDurable` that reports it: p50/p99/max, and the time `append` itself blocks the caller.
 /// 3. reopen: how long opening the store with everything written above takes.
 /// Prints one JSON line per mode, then a table.
+private let storeUsage = """
+    usage: inkwire-bench store [--durability all|always|batch|off] [--seconds 2] [--rooms 4]
+      [--payload-bytes 200] [--rate 500] [--interval-ms 2] [--dir PATH]
+    """
+
 func runStoreBench(_ arguments: [String]) -> Never {
+    let cli = BenchOptions.read(arguments, command: "store", usage: storeUsage,
+                                    options: ["--durability", "--seconds", "--rooms", "--payload-bytes", "--rate", "--interval-ms", "--dir"])
     var modes = Durability.allCases
-    var seconds = 2.0
-    var rooms = 4
-    var payloadBytes = 200
-    var rate = 500
-    var intervalMs = 2
-    var directory = NSTemporaryDirectory() + "inkwire-store-bench-\(getpid())"
-    var i = 0
-    while i < arguments.count {
-        let value = i + 1 < arguments.count ? arguments[i + 1] : ""
-        switch arguments[i] {
-        case "--durability":
-            if value == "all" { modes = Durability.allCases } else if let mode = Durability(rawValue: value) { modes = [mode] } else { benchUsage("bad --durability \(value)") }
-        case "--seconds": guard let v = Double(value), v > 0 else { benchUsage("bad --seconds \(value)") }; seconds = v
-        case "--rooms": guard let v = Int(value), v > 0, v <= 1000 else { benchUsage("bad --rooms \(value)") }; rooms = v
-        case "--payload-bytes": guard let v = Int(value), v >= 0, v <= 256 * 1024 else { benchUsage("bad --payload-bytes \(value)") }; payloadBytes = v
-        case "--rate": guard let v = Int(value), v > 0, v <= 100_000 else { benchUsage("bad --rate \(value)") }; rate = v
-        case "--interval-ms": guard let v = Int(value), v >= 0, v <= 1000 else { benchUsage("bad --interval-ms \(value)") }; intervalMs = v
-        case "--dir": directory = value
-        default: benchUsage("unknown argument \(arguments[i])")
-        }
-        i += 2
+    if let text = cli.text("--durability"), text != "all" {
+        guard let mode = Durability(rawValue: text) else { cli.fail("--durability takes all, always, batch or off, got '\(text)'") }
+        modes = [mode]
+    }
+    let seconds = cli.number("--seconds", 0.001...86_400, default: 2)
+    let rooms = cli.integer("--rooms", 1...1000, default: 4)
+    let payloadBytes = cli.integer("--payload-bytes", 0...256 * 1024, default: 200)
+    let rate = cli.integer("--rate", 1...100_000, default: 500)
+    let intervalMs = cli.integer("--interval-ms", 0...1000, default: 2)
+    let directory = cli.text("--dir") ?? NSTemporaryDirectory() + "inkwire-store-bench-\(getpid())"
+    func storeFailed(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("inkwire-bench store: \(message)\n".utf8))
+        exit(1)
     }
     try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
 
@@ -47,7 +46,7 @@ func runStoreBench(_ arguments: [String]) -> Never {
         options.commitInterval = .milliseconds(intervalMs)
         options.limits.maxPendingOps = storeBenchBacklog
         let store: SQLiteRoomLogStore
-        do { store = try SQLiteRoomLogStore(path: path, options: options) } catch { benchUsage("cannot open \(path): \(error)") }
+        do { store = try SQLiteRoomLogStore(path: path, options: options) } catch { storeFailed("cannot open \(path): \(error)") }
         let payload = [UInt8](repeating: 0x5A, count: payloadBytes)
         let roomNames = (0..<rooms).map { "bench-\($0)" }
         var originSeq: UInt64 = 0
@@ -72,12 +71,12 @@ func runStoreBench(_ arguments: [String]) -> Never {
                 appended += 1
             } catch .backlogFull {
                 originSeq -= 1
-                do { try store.flush() } catch { benchUsage("flush: \(error)") }
-            } catch { benchUsage("append: \(error)") }
+                do { try store.flush() } catch { storeFailed("flush: \(error)") }
+            } catch { storeFailed("append: \(error)") }
             appendCallWorst = max(appendCallWorst, clock.now - before)
             if appended % 64 == 0 { _ = store.pollDurable() }
         }
-        do { try store.flush() } catch { benchUsage("flush: \(error)") }
+        do { try store.flush() } catch { storeFailed("flush: \(error)") }
         let elapsed = clock.now - start
         let usage = store.usage
         let throughput = Double(appended) / elapsed.seconds
@@ -100,7 +99,7 @@ func runStoreBench(_ arguments: [String]) -> Never {
                 let before = clock.now
                 do {
                     if let (room, seq) = try appendOne(at: index) { sentAt[room, default: [:]][seq] = before }
-                } catch { benchUsage("append: \(error)") }
+                } catch { storeFailed("append: \(error)") }
                 callTimes.append(clock.now - before)
                 index += 1
                 next = next + pace
@@ -120,7 +119,7 @@ func runStoreBench(_ arguments: [String]) -> Never {
         // 3. Reopen: every room's counts are recomputed from the stored batches.
         let stored = store.usage.records
         let reopenStart = clock.now
-        do { try SQLiteRoomLogStore(path: path, options: options).close() } catch { benchUsage("reopen: \(error)") }
+        do { try SQLiteRoomLogStore(path: path, options: options).close() } catch { storeFailed("reopen: \(error)") }
         let reopenMs = (clock.now - reopenStart).microseconds / 1000
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
 
