@@ -8,8 +8,8 @@ nonisolated(unsafe) private var enetRelayStopRequested: sig_atomic_t = 0
 /// (default 127.0.0.1:0), printing `ready port=N` once bound so a harness can start it as a real
 /// process; on SIGINT/SIGTERM prints its counters and exits 0.
 func runENetRelay(_ arguments: [String]) -> Never {
-    var listen = "127.0.0.1:0"
-    if let index = arguments.firstIndex(of: "--listen"), index + 1 < arguments.count { listen = arguments[index + 1] }
+    let cli = BenchOptions.read(arguments, command: "enet-relay", usage: "usage: inkwire-bench enet-relay [--listen 127.0.0.1:0]", options: ["--listen"])
+    let listen = cli.text("--listen") ?? "127.0.0.1:0"
     guard let (host, port) = parseENetListen(listen) else {
         enetRelayFail("--listen wants HOST:PORT, got \(listen)", code: 2)
     }

@@ -13,17 +13,16 @@ import InkSim
 /// `inkwired` on loopback (plain loopback: no RTT can be added there). `--mode daemon-link`
 /// puts `inkwire-bench link` (loss, RTT/2 each way) between the late viewer and the daemon.
 func runSyncBench(_ arguments: [String]) -> Never {
-    func option(_ name: String, _ fallback: Int) -> Int {
-        guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let value = Int(arguments[index + 1]) else {
-            return fallback
-        }
-        return value
-    }
-    let points = max(option("--points", 1_000_000), 1)
-    let lossPercent = max(option("--loss-percent", 0), 0)
-    let rttMs = max(option("--rtt-ms", 20), 0)
-    let seed = UInt64(max(option("--seed", 1), 0))
-    let explicitMode = arguments.firstIndex(of: "--mode").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+    let cli = BenchOptions.read(arguments, command: "sync", usage: """
+        usage: inkwire-bench sync [--points 1000000] [--loss-percent 0] [--rtt-ms 20] [--seed 1]
+          [--mode daemon|daemon-link|sim]   (default: daemon at 0 % loss, sim otherwise)
+        """, options: ["--points", "--loss-percent", "--rtt-ms", "--seed", "--mode"])
+    let points = cli.integer("--points", 1...100_000_000, default: 1_000_000)
+    let lossPercent = cli.integer("--loss-percent", 0...100, default: 0)
+    let rttMs = cli.integer("--rtt-ms", 0...10_000, default: 20)
+    let seed = cli.integer("--seed", UInt64(0)...UInt64.max, default: 1)
+    let explicitMode = cli.text("--mode")
+    if let explicitMode, !["daemon", "daemon-link", "sim"].contains(explicitMode) { cli.fail("--mode takes daemon, daemon-link or sim, got '\(explicitMode)'") }
     let mode = explicitMode ?? (lossPercent > 0 ? "sim" : "daemon")
     let batches = syncBenchBoard(points: points)
     let result: SyncBenchResult

@@ -6,15 +6,11 @@ import InkUV
 /// once with batches of 1. Reports echoes per second, round-trip percentiles and how many
 /// datagrams each receive system call returned.
 func runUDPLoopback(_ arguments: [String]) -> Never {
-    func option(_ name: String, _ fallback: Int) -> Int {
-        guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count, let value = Int(arguments[index + 1]) else {
-            return fallback
-        }
-        return value
-    }
-    let count = option("--count", 200_000)
-    let size = max(option("--size", 200), 8)
-    let window = max(option("--window", 64), 1)
+    let cli = BenchOptions.read(arguments, command: "udp-loopback", usage: "usage: inkwire-bench udp-loopback [--count 200000] [--size 200] [--window 64]",
+                                options: ["--count", "--size", "--window"])
+    let count = cli.integer("--count", 1...100_000_000, default: 200_000)
+    let size = cli.integer("--size", 8...65_507, default: 200)
+    let window = cli.integer("--window", 1...65_536, default: 64)
     var rows: [[String]] = []
     var failed = false
     for batch in [UDPSocket.maximumReceiveBatch, 1] {
