@@ -5,7 +5,7 @@ import InkUV
 /// One `--legacy HOST:PORT=ROOM` listener: every HYWhiteboard app that connects (the app in
 /// client mode, its user typed `IP PORT`) joins `room` as a new author (see `LegacyPeer`).
 /// With `@CIDR,...` only apps from those networks do; any other connection is closed at
-/// accept, counted and logged (`LegacyRefusalLog`).
+/// accept, counted and logged (`LegacyRefusalLog`, one line per address a minute).
 final class LegacyListener {
     let room: String
     let listener: TCPListener

@@ -68,7 +68,7 @@ final class LegacyPeer: RelaySessionTransport {
         connection.onDrain = { [weak self] in self?.pump() }
         context.metrics.sessions.labels("legacy").add(1)
         counted = true
-        let id = context.driver.open(self, kind: .legacy)
+        let id = context.driver.open(self, kind: .legacy, from: connection.remoteAddress)
         relaySession = id
         guard !closed else { return }
         context.driver.authorizer.trust(origin)

@@ -1,42 +1,45 @@
 import InkUV
 
-/// Decides which refused legacy connections get a log line: one per address per minute, so an
-/// app outside the networks that reconnects every few seconds (the app retries on its own)
-/// leaves one line a minute, with the count of refusals since its last line. Every refusal is
-/// counted in `inkwire_legacy_refused_total` whether logged or not.
-final class LegacyRefusalLog {
-    /// One line per address per this long, µs.
-    static let intervalMicroseconds: UInt64 = 60_000_000
-    /// Addresses remembered at once. Past it, entries older than the interval are dropped; if
-    /// every entry is recent (many addresses at once), a new address is not logged: the
+/// Decides which refusals of one offender get a log line: one per offender per minute, with the
+/// count of refusals since its last line. A legacy app outside a listener's networks retries
+/// every few seconds, a student's script a thousand times a second: either leaves one line a
+/// minute. Every refusal is still counted in its metric whether logged or not.
+final class OffenderLog<Offender: Hashable> {
+    /// One line per offender per this long, µs.
+    static var intervalMicroseconds: UInt64 { 60_000_000 }
+    /// Offenders remembered at once. Past it, entries older than the interval are dropped; if
+    /// every entry is recent (many offenders at once), a new offender is not logged: the
     /// counter still shows it, and the log stays bounded.
-    static let maxAddresses = 4096
+    static var maxOffenders: Int { 4096 }
 
     private struct Entry {
         var loggedAt: UInt64
         var unlogged: Int
     }
-    private var entries: [SocketAddress?: Entry] = [:]
+    private var entries: [Offender: Entry] = [:]
 
     var rememberedCount: Int { entries.count }
 
-    /// Records a refusal of `host` (nil: the address was unknown) at `now` (µs). Returns nil
-    /// when no line is due, else how many refusals of `host` were not logged since its last line.
-    func record(_ host: SocketAddress?, now: UInt64) -> Int? {
-        if var entry = entries[host] {
-            guard now &- entry.loggedAt >= LegacyRefusalLog.intervalMicroseconds else {
+    /// Records a refusal of `offender` at `now` (µs). Returns nil when no line is due, else how
+    /// many refusals of `offender` were not logged since its last line.
+    func record(_ offender: Offender, now: UInt64) -> Int? {
+        if var entry = entries[offender] {
+            guard now &- entry.loggedAt >= Self.intervalMicroseconds else {
                 entry.unlogged += 1
-                entries[host] = entry
+                entries[offender] = entry
                 return nil
             }
-            entries[host] = Entry(loggedAt: now, unlogged: 0)
+            entries[offender] = Entry(loggedAt: now, unlogged: 0)
             return entry.unlogged
         }
-        if entries.count >= LegacyRefusalLog.maxAddresses {
-            entries = entries.filter { now &- $0.value.loggedAt < LegacyRefusalLog.intervalMicroseconds }
-            guard entries.count < LegacyRefusalLog.maxAddresses else { return nil }
+        if entries.count >= Self.maxOffenders {
+            entries = entries.filter { now &- $0.value.loggedAt < Self.intervalMicroseconds }
+            guard entries.count < Self.maxOffenders else { return nil }
         }
-        entries[host] = Entry(loggedAt: now, unlogged: 0)
+        entries[offender] = Entry(loggedAt: now, unlogged: 0)
         return 0
     }
 }
+
+/// Legacy connections refused at accept, by address (nil: the address was unknown).
+typealias LegacyRefusalLog = OffenderLog<SocketAddress?>
