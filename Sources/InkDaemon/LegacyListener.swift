@@ -104,6 +104,8 @@ final class LegacyContext {
     let originBase: UInt64
     /// When each refused address was last logged (all listeners).
     let refusals = LegacyRefusalLog()
+    /// When each address whose join the room refused (a quota, a full room) was last logged.
+    let joinRefusals = LegacyRefusalLog()
     private var peerNumber: UInt64 = 0
 
     init(loop: EventLoop, driver: RelayDriver, logger: Logger, metrics: DaemonMetrics, limits: DaemonLimits,

@@ -440,7 +440,9 @@ final class RelayDriver {
             }
         case .quotaRefused(let session, let room, let quota, let offender):
             metrics.quotaRefusals.labels(quota.rawValue).increment()
-            if let unlogged = refusalLog.record("\(quota.rawValue)|\(room)|\(offender)", now: loop.now) {
+            // Rooms it tries to create are new every time: an address is one offender for them.
+            let key = quota == .roomsPerAddress ? "\(quota.rawValue)|\(offender)" : "\(quota.rawValue)|\(room)|\(offender)"
+            if let unlogged = refusalLog.record(key, now: loop.now) {
                 logger.warning("join refused: quota reached", ["quota": quota.rawValue, "room": room, "offender": offender,
                                                               "session": session.rawValue, "refused_unlogged": unlogged])
             }

@@ -156,10 +156,11 @@ extension Relay {
     /// forgets room creations that lapsed. Runs every `RelayQuotas.sweepInterval`.
     func sweepQuotas(now: Instant) {
         if let timeout = quotas.memberTimeout {
-            let silent = sessions.filter { entry in
-                entry.value.member != nil && entry.value.transport != .legacy && now.since(entry.value.lastHeard) >= timeout
-            }.keys.sorted()
-            for s in silent {
+            var silent: [SessionID] = []
+            for (id, state) in sessions where state.member != nil && state.transport != .legacy && now.since(state.lastHeard) >= timeout {
+                silent.append(id)
+            }
+            for s in silent.sorted() {
                 guard let m = sessions[s]?.member else { continue }
                 event(.memberTimedOut(room: m.room, session: s, user: m.user))
                 closeSession(s, .idle, text: "nothing heard from this device for \(timeout.microseconds / 1_000_000) s")

@@ -93,6 +93,8 @@ import Testing
         for app in [a, b] { #expect(app.isConnected && app.model.desync == nil, "\(app)") }
         let logged = Self.lines(daemon, "join refused: quota reached")
         #expect(logged.count == 1 && logged.first?["offender"] == "address 127.0.0.2", "\(logged)")
+        let closed = Self.lines(daemon, "msg=\"legacy device refused\"")
+        #expect(closed.count == 1 && closed.first?["refused_unlogged"] == "0", "\(closed)")
     }
 
     /// On an open daemon one host creates rooms as fast as it can: ten a minute get made, then
@@ -138,6 +140,8 @@ import Testing
         #expect(metricValue(metrics, "inkwire_quota_refusals_total{quota=\"rooms_per_address\"}") == 30)
         #expect(metricValue(metrics, "inkwire_limit_rooms_per_address_per_minute") == 10)
         #expect(metricValue(metrics, "inkwire_limit_empty_room_expiry_seconds") == 2)
+        let logged = Self.lines(daemon, "join refused: quota reached")
+        #expect(logged.count == 1 && logged.first?["offender"] == "address 127.0.0.2" && logged.first?["quota"] == "rooms_per_address", "\(logged)")
         withExtendedLifetime((others, art)) {}
     }
 
