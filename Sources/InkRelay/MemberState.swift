@@ -45,6 +45,8 @@ struct SessionState {
     var member: MemberState?
     /// The device's address for the per-address quotas (nil: not counted).
     var source: SourceHost?
+    /// A join that needs others to make way, waiting for this session to be confirmed.
+    var heldJoin: JoinRequest?
     /// When the device last sent any message (`RelayQuotas.memberTimeout`).
     var lastHeard: Instant
     /// When the member joined or last drew, uploaded or sent a room command (idle after

@@ -234,6 +234,12 @@ public final class Relay {
     public func handleSessionConfirmed(_ session: SessionID, now: Instant) {
         guard sessions[session] != nil, !sessions[session]!.confirmed else { return }
         sessions[session]!.confirmed = true
+        if let held = sessions[session]!.heldJoin {
+            // Its join needed someone to make way: decided now that the device proved itself.
+            sessions[session]!.heldJoin = nil
+            handleJoin(held, from: session, now: now)
+            return
+        }
         guard let m = sessions[session]!.member else { return }
         joinDeadlines[session] = nil
         replaceOlderSessions(of: m.origin, in: m.room, keeping: session)

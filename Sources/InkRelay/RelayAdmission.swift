@@ -54,63 +54,83 @@ extension Relay {
         return true
     }
 
-    /// Whether `session` (asking `role`) may join `room` under the quotas, after closing an
-    /// idle member where one must make way. A refusal is sent here.
+    /// What the quotas say about a join.
+    enum Admission {
+        case admitted
+        /// Refused (the refusal is sent).
+        case refused
+        /// Someone must make way, and the joining session has not proved it holds its keys
+        /// (it may be a replayed handshake): decided again once it is confirmed.
+        case held
+    }
+
+    /// Whether `session` may join `room` under the quotas, closing idle or unconfirmed members
+    /// where some must make way. A refusal is sent here.
     ///
-    /// 1. The user's sessions in the room: at `maxSessionsPerUser`, its oldest idle one goes.
+    /// 1. The user's sessions in the room: at `maxSessionsPerUser`, its unconfirmed sessions
+    ///    (handshakes that never proved their keys: replays) and then its oldest idle ones go.
     /// 2. The address's sessions (legacy ones apart): at the bound the join is refused, unless
     ///    a token grants teacher or presenter.
-    /// 3. The room's size: with tokens required, all but `memberReserve` slots for everyone,
+    /// 3. The room's size: with tokens required, all but `memberReserve` places for everyone,
     ///    the rest for teacher and presenter tokens; in a room full to the bound such a token
-    ///    gets the place of an idle viewer session of its own user, else of the oldest idle
-    ///    member without a token (never a teacher's).
+    ///    gets the place of an unconfirmed session, else of an idle viewer session of its own
+    ///    user, else of the oldest idle member without a token (never a teacher's).
     ///
-    /// Sessions of the joining device itself (its `origin`) are not counted: they are replaced
-    /// once the new session is confirmed.
-    func admitMember(_ session: SessionID, request: JoinRequest, tokenVerified: Bool, room: RoomState, now: Instant) -> Bool {
-        guard let state = sessions[session] else { return false }
+    /// Only a confirmed session makes others leave: an unconfirmed one that needs it is held
+    /// (`Admission.held`) until `handleSessionConfirmed`, so a replayed handshake, which never
+    /// confirms, closes nobody. Sessions of the joining device itself (its `origin`) are not
+    /// counted per user or per address: they are replaced once the new session is confirmed.
+    func admitMember(_ session: SessionID, request: JoinRequest, tokenVerified: Bool, room: RoomState, now: Instant) -> Admission {
+        guard let state = sessions[session] else { return .refused }
         let user = request.user
         let role = request.role
         let legacy = state.transport == .legacy
         let privileged = tokenVerified && !legacy && role != .viewer
-        let present = room.sessions.filter { sessions[$0]?.member?.origin != request.origin }
+        let others = room.sessions.filter { sessions[$0]?.member?.origin != request.origin }
+        var victims: [(SessionID, RelayQuota, String)] = []
         if quotas.maxSessionsPerUser > 0 {
-            let own = present.filter { sessions[$0]?.member?.user == user }
-            if own.count >= quotas.maxSessionsPerUser {
-                guard let victim = oldestIdle(own, now: now) else {
+            let own = others.filter { sessions[$0]?.member?.user == user }
+            let needed = own.count - quotas.maxSessionsPerUser + 1
+            if needed > 0 {
+                let chosen = makeWay(own, count: needed, now: now)
+                guard chosen.count == needed else {
                     refuseQuota(session, room: room.name, .sessionsPerUser, offender: "user \(user)",
                                 "user \(user) has \(own.count) sessions in this room, the most one user may (none idle)")
-                    return false
+                    return .refused
                 }
-                evict(victim, room: room, .sessionsPerUser, text: "a newer session of this user took the place of this idle one")
+                victims += chosen.map { ($0, .sessionsPerUser, "a newer session of this user took the place of this idle one") }
             }
         }
         let addressBound = legacy ? quotas.maxLegacyPerAddress : quotas.maxSessionsPerAddress
         if addressBound > 0, !privileged, let source = state.source {
-            let count = present.reduce(0) { n, s in
+            let count = others.reduce(0) { n, s in
                 guard let other = sessions[s], other.source == source, (other.transport == .legacy) == legacy else { return n }
                 return n + 1
             }
             if count >= addressBound {
                 refuseQuota(session, room: room.name, legacy ? .legacyPerAddress : .sessionsPerAddress, offender: "address \(source)",
                             "address \(source) has \(count) \(legacy ? "legacy connections" : "sessions") in this room, the most one address may")
-                return false
+                return .refused
             }
         }
         let bound = limits.maxMembersPerRoom
         let reserve = authorizer.requiresTokens ? min(quotas.memberReserve, bound) : 0
         let capacity = privileged ? bound : bound - reserve
-        // An eviction above may have made room already.
-        let members = present.filter { sessions[$0] != nil }.count
-        guard members >= capacity else { return true }
-        if privileged, let victim = reserveVictim(present, user: user, now: now) {
-            evict(victim, room: room, .memberReserve, text: "the room is full: this idle session made way for a \(role)")
-            return true
+        let remaining = room.sessions.filter { s in !victims.contains { $0.0 == s } }
+        if remaining.count >= capacity {
+            // One place is made for a teacher or presenter, never several (after a lower bound).
+            guard privileged, remaining.count == capacity, let victim = reserveVictim(remaining, user: user, now: now) else {
+                refuseJoin(session, .roomFull, reserve > 0 && !privileged
+                           ? "the room has \(remaining.count) members (\(reserve) more places are kept for teachers and presenters)"
+                           : "the room has \(remaining.count) members")
+                return .refused
+            }
+            victims.append((victim, .memberReserve, "the room is full: this idle session made way for a \(role)"))
         }
-        refuseJoin(session, .roomFull, reserve > 0 && !privileged
-                   ? "the room has \(members) members (\(reserve) more places are kept for teachers and presenters)"
-                   : "the room has \(members) members")
-        return false
+        guard !victims.isEmpty else { return .admitted }
+        guard state.confirmed else { return .held }
+        for (victim, quota, text) in victims { evict(victim, room: room, quota, text: text) }
+        return .admitted
     }
 
     /// Whether the member on `session` has not drawn for `idleAfter`.
@@ -119,24 +139,24 @@ extension Relay {
         return now.since(state.lastActed) >= quotas.idleAfter
     }
 
-    /// The idle session among `candidates` that acted longest ago (ties: the oldest session).
-    func oldestIdle(_ candidates: [SessionID], now: Instant) -> SessionID? {
-        var best: (SessionID, Instant)?
-        for s in candidates where isIdle(s, now: now) {
-            let acted = sessions[s]!.lastActed
-            if best == nil || (acted, s) < (best!.1, best!.0) { best = (s, acted) }
-        }
-        return best?.0
+    /// Up to `count` of `candidates` to close: unconfirmed ones first (oldest session first),
+    /// then idle ones, the one that acted longest ago first.
+    func makeWay(_ candidates: [SessionID], count: Int, now: Instant) -> [SessionID] {
+        let unconfirmed = candidates.filter { sessions[$0]?.confirmed == false }.sorted()
+        let idle = candidates.filter { sessions[$0]?.confirmed == true && isIdle($0, now: now) }
+            .sorted { (sessions[$0]!.lastActed, $0) < (sessions[$1]!.lastActed, $1) }
+        return Array((unconfirmed + idle).prefix(count))
     }
 
-    /// Who makes way for a teacher or presenter token of `user` in a full room: an idle viewer
-    /// session of that user, else the idle member without a token (never a teacher) that acted
-    /// longest ago.
+    /// Who makes way for a teacher or presenter token of `user` in a full room: an unconfirmed
+    /// session, else an idle viewer session of that user, else the idle member without a token
+    /// (never a teacher) that acted longest ago.
     func reserveVictim(_ members: [SessionID], user: String, now: Instant) -> SessionID? {
+        if let replay = members.filter({ sessions[$0]?.confirmed == false }).min() { return replay }
         let ownViewers = members.filter { sessions[$0]?.member.map { $0.user == user && $0.role == .viewer } ?? false }
-        if let victim = oldestIdle(ownViewers, now: now) { return victim }
+        if let victim = makeWay(ownViewers, count: 1, now: now).first { return victim }
         let unauthenticated = members.filter { sessions[$0]?.member.map { !$0.authenticated && $0.role != .teacher } ?? false }
-        return oldestIdle(unauthenticated, now: now)
+        return makeWay(unauthenticated, count: 1, now: now).first
     }
 
     func evict(_ victim: SessionID, room: RoomState, _ quota: RelayQuota, text: String) {

@@ -50,7 +50,11 @@ extension Relay {
             return
         }
         // The quotas (RelayAdmission.swift) may make an idle member leave to make way.
-        guard admitMember(session, request: request, tokenVerified: verifiedClaims != nil, room: room, now: now) else {
+        switch admitMember(session, request: request, tokenVerified: verifiedClaims != nil, room: room, now: now) {
+        case .admitted: break
+        case .refused: return
+        case .held:
+            sessions[session]!.heldJoin = request
             return
         }
         guard let user = room.user(named: request.user, limit: limits.maxUsersPerRoom) else {

@@ -332,3 +332,56 @@ extension Harness {
     h.relay.updateQuotas(RelayQuotas(), now: h.now)
     #expect(h.relay.pollTimeout() == Instant.zero + .milliseconds(10_000))  // session 2's join deadline
 }
+
+/// A handshake replayed from the Wi-Fi carries a real token but never confirms: its join that
+/// would need someone to make way is held, and closes nobody; the device's own join, once it
+/// proves its keys, does.
+@Test func aReplayedTeacherHandshakeClosesNobody() {
+    var limits = RelayLimits()
+    limits.maxMembersPerRoom = 3
+    let h = Harness(limits: limits, authorizer: SchoolTokens())
+    var q = RelayQuotas()
+    q.memberReserve = 1
+    h.relay.updateQuotas(q, now: h.now)
+    #expect(accepted(h.member(1, "v0", token: "viewer")))
+    let app = h.open(2, .legacy)
+    h.deliver(.join(JoinRequest(room: "r", user: "legacy-2", role: .presenter, origin: 2)), from: app)
+    #expect(accepted(h.member(3, "ana", .teacher, token: "teacher")))
+    h.now = Instant.zero + seconds(61)
+    let teacherJoin = ClientMessage.join(JoinRequest(room: "r", user: "dee", role: .teacher, token: Array("teacher".utf8), origin: 40))
+    let replay = SessionID(4)
+    h.relay.handleSessionOpened(replay, transport: .udp, confirmed: false, now: h.now)
+    h.deliver(teacherJoin, from: replay)
+    #expect(h.take(replay).isEmpty && h.closed.isEmpty)
+    h.advance(seconds(11))
+    #expect(h.closed.map(\.0) == [replay] && h.relay.sessions(in: "r").contains(app))
+    // The device itself: held until it confirms, then the idle app makes way.
+    let device = SessionID(5)
+    h.relay.handleSessionOpened(device, transport: .udp, confirmed: false, now: h.now)
+    h.deliver(teacherJoin, from: device)
+    #expect(h.take(device).isEmpty)
+    h.relay.handleSessionConfirmed(device, now: h.now)
+    h.drain()
+    #expect(accepted(h.take(device).first))
+    #expect(h.take(app).last == .goingAway(.evicted, text: "the room is full: this idle session made way for a teacher"))
+    #expect(h.relay.sessions(in: "r") == [SessionID(1), SessionID(3), device])
+}
+
+/// Replays of a user's handshake (its first device's origin) do not keep the user's other
+/// devices out: they are unconfirmed, so they make way first.
+@Test func replaysOfAUsersHandshakeDoNotHoldItsPlaces() {
+    let h = Harness(authorizer: SchoolTokens())
+    var q = RelayQuotas()
+    q.maxSessionsPerUser = 2
+    h.relay.updateQuotas(q, now: h.now)
+    #expect(accepted(h.member(1, "ana", .teacher, token: "teacher")))
+    let join = ClientMessage.join(JoinRequest(room: "r", user: "ana", role: .teacher, token: Array("teacher".utf8), origin: 1))
+    for id in 2...4 as ClosedRange<UInt64> {
+        h.relay.handleSessionOpened(SessionID(id), transport: .udp, confirmed: false, now: h.now)
+        h.deliver(join, from: SessionID(id))
+    }
+    #expect(h.relay.sessions(in: "r").count == 4)
+    #expect(accepted(h.member(9, "ana", .teacher, token: "teacher")))
+    #expect(h.closed.map(\.0) == [SessionID(2), SessionID(3), SessionID(4)])
+    #expect(h.relay.sessions(in: "r") == [SessionID(1), SessionID(9)])
+}
