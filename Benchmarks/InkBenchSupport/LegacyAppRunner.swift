@@ -81,13 +81,15 @@ public final class LegacyAppRunner {
         public let description: String
     }
 
-    /// An app in client mode connected to 127.0.0.1:`port` (`ipv6`: from and to [::1]).
+    /// An app in client mode connected to 127.0.0.1:`port` (`ipv6`: from and to [::1]), from
+    /// another loopback address when `source` is given ("127.0.0.3": another iPad on the LAN).
     @discardableResult
-    public func connect(_ name: String, port: UInt16, ipv6: Bool = false, configuration: HYWhiteboardApp.Configuration = .init()) throws -> App {
+    public func connect(_ name: String, port: UInt16, ipv6: Bool = false, from source: String? = nil,
+                        configuration: HYWhiteboardApp.Configuration = .init()) throws -> App {
         var config = configuration
         config.mode = .client
         let app = App(name: name, configuration: config)
-        app.fd = try LegacyAppRunner.connectLoopback(port: port, ipv6: ipv6)
+        app.fd = try LegacyAppRunner.connectLoopback(port: port, ipv6: ipv6, from: source)
         apps.append(app)
         app.quietSince = now.microseconds
         app.model.handleConnected(now: now)
@@ -280,10 +282,22 @@ public final class LegacyAppRunner {
         app.listeningPort = UInt16(bigEndian: address.sin_port)
     }
 
-    /// A TCP connection to 127.0.0.1:`port`, or [::1]:`port`.
-    public static func connectLoopback(port: UInt16, ipv6: Bool = false) throws -> Int32 {
+    /// A TCP connection to 127.0.0.1:`port` (from the IPv4 address `source`, if given), or
+    /// [::1]:`port`.
+    public static func connectLoopback(port: UInt16, ipv6: Bool = false, from source: String? = nil) throws -> Int32 {
         let fd = socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SocketError(description: "socket failed") }
+        if let source, !ipv6 {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            let bound = inet_pton(AF_INET, source, &local.sin_addr) == 1 && withUnsafePointer(to: &local) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            } == 0
+            guard bound else {
+                Glibc.close(fd)
+                throw SocketError(description: "bind \(source): \(String(cString: strerror(errno)))")
+            }
+        }
         let rc: Int32
         if ipv6 {
             var address = sockaddr_in6()

@@ -42,6 +42,9 @@ final class FanoutWatcher: FanoutTimed {
     private let reference: FanoutBatchReference?
     /// Whether `codec` is the reference's state before `nextRoomSeq` (see `FanoutBatchReference`).
     private var inStep = true
+    /// When it last sent a message: a watcher says `ping` every `SessionKeepalive.interval`, as
+    /// a real device does, or the daemon closes it as gone.
+    private var lastSentAt: UInt64
 
     init(room: Int, daemon: Int = 0, user: String, origin: UInt64, connectionID: UInt64, socket: any WatcherOutput,
          reference: FanoutBatchReference? = nil, load: any MemberLoad, now: UInt64) {
@@ -51,6 +54,7 @@ final class FanoutWatcher: FanoutTimed {
         self.socket = socket
         self.reference = reference
         self.load = load
+        lastSentAt = now
         let join = ClientMessage.join(JoinRequest(room: load.roomName(room), user: user, role: .viewer, origin: origin))
         let security = load.security(daemon: daemon)
         arq = SealedDatagramSession(deviceConnectionID: connectionID, serverKey: security.serverKey, join: SessionMessageCodec.encode(join),
@@ -67,6 +71,10 @@ final class FanoutWatcher: FanoutTimed {
 
     func fire(now: UInt64) {
         arq.handleTimeout(now: Instant(microseconds: now))
+        if joined, now >= lastSentAt + SessionKeepalive.interval.microseconds {
+            lastSentAt = now
+            try? arq.send(SessionMessageCodec.encode(ClientMessage.ping))
+        }
         pump(now: now, arrivedAt: now)
     }
 
@@ -82,7 +90,12 @@ final class FanoutWatcher: FanoutTimed {
         }
         // Taking messages may reopen the receive window, which the ARQ acknowledges at once.
         if delivered { while let d = arq.pollTransmit(now: instant) { socket.transmit(d.bytes) } }
-        load.wheel.schedule(self, deadline: arq.pollTimeout()?.microseconds)
+        var deadline = arq.pollTimeout()?.microseconds
+        if joined {
+            let ping = lastSentAt + SessionKeepalive.interval.microseconds
+            deadline = min(deadline ?? ping, ping)
+        }
+        load.wheel.schedule(self, deadline: deadline)
     }
 
     private func handle(_ bytes: [UInt8], arrivedAt: UInt64) {

@@ -70,6 +70,10 @@ public final class ClientSession {
     private var lastSyncDigest: UInt64 = 0
     private var events: [ClientEvent] = []
     private var eventStart = 0
+    /// The latest `now` an input brought (messages sent from calls without one are stamped so).
+    private var clock = Instant.zero
+    /// When this device last sent a message: a `ping` follows `configuration.keepalive` after.
+    private var lastSentAt = Instant.zero
 
     /// `crypto` supplies the primitives of the sealed session (OpenSSL's in `inkwire`).
     public init(_ configuration: ClientConfiguration, transport: ClientTransport, crypto: any SessionCrypto, now: Instant) {
@@ -77,23 +81,30 @@ public final class ClientSession {
         self.crypto = crypto
         serverKey = configuration.serverKey
         follower = RoomFollower(origin: configuration.origin, blobHash: configuration.blobHash)
+        clock = now
+        lastSentAt = now
         link = makeLink(transport, now: now)
     }
 
     // MARK: inputs
 
     public func handleDatagram(_ bytes: [UInt8], now: Instant) {
+        clock = now
         link.handleDatagram(bytes, now: now)
         process()
     }
 
     public func handleStreamBytes(_ bytes: [UInt8], now: Instant) {
+        clock = now
         link.handleStreamBytes(bytes, now: now)
         process()
     }
 
     public func handleTimeout(now: Instant) {
+        clock = now
         link.handleTimeout(now: now)
+        // A member that only watches still says it is there (the daemon closes silent ones).
+        if let due = keepaliveDue, now >= due { transmit(.ping) }
         process()
     }
 
@@ -107,6 +118,7 @@ public final class ClientSession {
     /// `originSeq`. Batches queued before the join completes go out right after the join.
     @discardableResult
     public func send(_ commands: [TimedCommand], now: Instant) throws(ClientError) -> UInt64 {
+        clock = now
         guard !hasEnded else { throw .ended }
         guard held.count < ClientConfiguration.maxHeldMessages else { throw .tooManyPending }
         if resendOnJoin {
@@ -157,6 +169,8 @@ public final class ClientSession {
     /// what the board has; unacknowledged batches are sent again once the join is accepted.
     public func reconnect(_ transport: ClientTransport, now: Instant) {
         guard !hasEnded else { return }
+        clock = now
+        lastSentAt = now
         if !link.isClosed { link.close(reason: "reconnecting") }
         held = Fifo()
         isJoined = false
@@ -179,7 +193,17 @@ public final class ClientSession {
         return e
     }
 
-    public func pollTimeout() -> Instant? { link.pollTimeout() }
+    public func pollTimeout() -> Instant? {
+        guard let due = keepaliveDue else { return link.pollTimeout() }
+        guard let linkDue = link.pollTimeout() else { return due }
+        return min(due, linkDue)
+    }
+
+    /// When the next `ping` is due: joined, and nothing sent for `configuration.keepalive`.
+    private var keepaliveDue: Instant? {
+        guard isJoined, !hasEnded, !link.isClosed else { return nil }
+        return lastSentAt + configuration.keepalive
+    }
 
     /// True when the link has nothing unacknowledged or queued (a UDP goodbye got through).
     public var isLinkIdle: Bool { link.isIdle && held.isEmpty }
@@ -201,6 +225,7 @@ public final class ClientSession {
 
     /// Hands the link one message, after any it refused before (order is kept).
     private func transmit(_ message: ClientMessage) {
+        lastSentAt = clock
         let bytes = SessionMessageCodec.encode(message)
         flushHeld()
         if !held.isEmpty || !link.send(bytes) { held.append(bytes) }
@@ -265,6 +290,7 @@ public final class ClientSession {
         switch r {
         case .joined(let id, let role, let head, let follows):
             isJoined = true
+            lastSentAt = clock
             emit(.joined(member: id, role: role, roomHead: head, syncFollows: follows))
             if resendOnJoin {
                 resendOnJoin = false

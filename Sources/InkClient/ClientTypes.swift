@@ -27,6 +27,9 @@ public struct ClientConfiguration: Sendable {
     /// SHA-256, to fetch the background images the board names and check them
     /// (`ClientEvent.background`); nil fetches none.
     public var blobHash: (@Sendable ([UInt8]) -> [UInt8])?
+    /// A joined device that sent nothing for this long sends a `ping`, so the daemon does not
+    /// take a device that merely watches for one that is gone (docs/protocol.md 5a).
+    public var keepalive = SessionKeepalive.interval
     /// Bytes of one `blobPut` part of an upload.
     public static let uploadPartBytes = 32 * 1024
 

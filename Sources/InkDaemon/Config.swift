@@ -31,6 +31,29 @@ public struct DaemonLimits: Sendable, Equatable {
     /// A WebSocket silent this long gets a ping; silent twice as long it is closed (test knob).
     public var webIdleMs: UInt64 = 20_000
 
+    // Admission quotas (`RelayQuotas`; docs/relay.md, Admission). 0: no bound.
+    /// Sessions one user name holds in one room (`--max-sessions-per-user`).
+    public var maxSessionsPerUser = 4
+    /// Native and web sessions one device address holds in one room (`--max-sessions-per-address`).
+    public var maxSessionsPerAddress = 8
+    /// Legacy connections one device address holds in one room (`--max-legacy-per-address`).
+    public var maxLegacyPerAddress = 3
+    /// Places of a room kept for teacher and presenter tokens (`--member-reserve`).
+    public var memberReserve = 8
+    /// A native or web member silent this long is closed, ms (`--member-timeout`; 0 never).
+    public var memberTimeoutMs: UInt64 = 120_000
+    /// A member that has not drawn for this long is idle, ms (`--member-idle-after`).
+    public var memberIdleMs: UInt64 = 60_000
+    /// Rooms one address may create per minute when rooms are open (`--rooms-per-address-per-minute`).
+    public var roomsPerAddressPerMinute = 10
+    /// An empty room without history leaves memory after this long, ms (`--empty-room-expiry`; 0 never).
+    public var emptyRoomExpiryMs: UInt64 = 60_000
+    /// Networks the per-address quotas do not count (`--quota-exempt-networks`): the daemon's
+    /// own host, where a reverse proxy or local tools connect from.
+    public var quotaExemptNetworks = DaemonLimits.defaultQuotaExemptNetworks
+
+    public static let defaultQuotaExemptNetworks = [try! AddressPrefix.parse("127.0.0.1/32"), try! AddressPrefix.parse("::1/128")]
+
     public static let defaults = DaemonLimits()
     public init() {}
 }
@@ -312,6 +335,31 @@ extension DaemonConfig {
         limits.maxWebConnections = try number(one("max-web-connections"), "max-web-connections", 1...100_000, limits.maxWebConnections)
         limits.legacyScreenWaitMs = UInt64(try number(one("legacy-screen-wait-ms"), "legacy-screen-wait-ms", 0...60_000, Int(limits.legacyScreenWaitMs)))
         limits.tcpRetransmitCeilingMs = UInt32(try number(one("tcp-rto-max-ms"), "tcp-rto-max-ms", 0...Int(tcpKernelRetransmitCeilingMs), Int(limits.tcpRetransmitCeilingMs)))
+        limits.maxSessionsPerUser = try number(one("max-sessions-per-user"), "max-sessions-per-user", 0...65_536, limits.maxSessionsPerUser)
+        limits.maxSessionsPerAddress = try number(one("max-sessions-per-address"), "max-sessions-per-address", 0...65_536, limits.maxSessionsPerAddress)
+        limits.maxLegacyPerAddress = try number(one("max-legacy-per-address"), "max-legacy-per-address", 0...65_536, limits.maxLegacyPerAddress)
+        limits.memberReserve = try number(one("member-reserve"), "member-reserve", 0...65_536, limits.memberReserve)
+        guard limits.memberReserve < limits.maxMembersPerRoom else {
+            throw ConfigError("--member-reserve \(limits.memberReserve) must be below --max-members \(limits.maxMembersPerRoom): lower it (0 keeps no places for teachers)")
+        }
+        if let text = one("member-timeout") { limits.memberTimeoutMs = try duration(text, flag: "member-timeout") }
+        if limits.memberTimeoutMs != 0 && limits.memberTimeoutMs <= SessionKeepalive.interval.microseconds / 1000 {
+            throw ConfigError("--member-timeout '\(one("member-timeout") ?? "")': must be 0 (never) or longer than the devices' keepalive, \(SessionKeepalive.interval.microseconds / 1_000_000) s")
+        }
+        if let text = one("member-idle-after") { limits.memberIdleMs = try duration(text, flag: "member-idle-after") }
+        limits.roomsPerAddressPerMinute = try number(one("rooms-per-address-per-minute"), "rooms-per-address-per-minute", 0...60_000,
+                                                     limits.roomsPerAddressPerMinute)
+        if let text = one("empty-room-expiry") { limits.emptyRoomExpiryMs = try duration(text, flag: "empty-room-expiry") }
+        if let list = values["quota-exempt-networks"] {
+            limits.quotaExemptNetworks = []
+            if list != ["none"] {
+                for text in list {
+                    do { limits.quotaExemptNetworks.append(try AddressPrefix.parse(text)) } catch {
+                        throw ConfigError("--quota-exempt-networks '\(text)': \(error) (networks are CIDR,CIDR...: 127.0.0.1/32, fd00::/8; or none)")
+                    }
+                }
+            }
+        }
         config.limits = limits
         return config
     }

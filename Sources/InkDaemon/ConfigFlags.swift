@@ -1,3 +1,4 @@
+import InkProtocol
 import InkStore
 
 /// Every setting of `inkwired`: its flag, its `INKWIRE_*` environment name, its help line.
@@ -69,8 +70,17 @@ public struct ConfigFlag: Sendable {
         ConfigFlag("log-level", "LEVEL", "debug | info | notice | warning | error (default info; reloaded on SIGHUP)", reloadable: true),
         ConfigFlag("config", "FILE", "file of INKWIRE_NAME=value lines (as deploy/inkwired.env), re-read on SIGHUP"),
         ConfigFlag("max-sessions", "N", "most native sessions at once (default \(DaemonLimits.defaults.maxSessions); reloaded on SIGHUP)", reloadable: true),
-        ConfigFlag("max-rooms", "N", "most rooms (default \(DaemonLimits.defaults.maxRooms))"),
-        ConfigFlag("max-members", "N", "most members per room (default \(DaemonLimits.defaults.maxMembersPerRoom))"),
+        ConfigFlag("max-rooms", "N", "most rooms held in memory: rooms with history, and rooms with members (default \(DaemonLimits.defaults.maxRooms); reloaded on SIGHUP)", reloadable: true),
+        ConfigFlag("max-members", "N", "most members per room (default \(DaemonLimits.defaults.maxMembersPerRoom); reloaded on SIGHUP)", reloadable: true),
+        ConfigFlag("max-sessions-per-user", "N", "sessions one user name may hold in one room; at the bound its oldest idle session makes way, else the join is refused; 0 no bound (default \(DaemonLimits.defaults.maxSessionsPerUser); reloaded on SIGHUP)", reloadable: true),
+        ConfigFlag("max-sessions-per-address", "N", "native and web sessions one device address may hold in one room (teacher and presenter tokens are not held back); 0 no bound (default \(DaemonLimits.defaults.maxSessionsPerAddress); reloaded on SIGHUP)", reloadable: true),
+        ConfigFlag("max-legacy-per-address", "N", "HYWhiteboard connections one device address may hold in one legacy room; 0 no bound (default \(DaemonLimits.defaults.maxLegacyPerAddress); reloaded on SIGHUP)", reloadable: true),
+        ConfigFlag("member-reserve", "N", "with join tokens: places of --max-members only teacher and presenter tokens may take; in a full room such a token takes an idle member's place (default \(DaemonLimits.defaults.memberReserve); reloaded on SIGHUP)", reloadable: true),
+        ConfigFlag("member-timeout", "DURATION", "close a native or web member that sends nothing for this long (devices send a keepalive every \(SessionKeepalive.interval.microseconds / 1_000_000) s; legacy apps are timed out by their heartbeat); 0 never (default \(DaemonLimits.defaults.memberTimeoutMs / 1000)s; reloaded on SIGHUP)", reloadable: true),
+        ConfigFlag("member-idle-after", "DURATION", "a member that has not drawn for this long is idle: it is the one that makes way for a quota (default \(DaemonLimits.defaults.memberIdleMs / 1000)s; reloaded on SIGHUP)", reloadable: true),
+        ConfigFlag("rooms-per-address-per-minute", "N", "without --token-secret-file: rooms one device address may create per minute; 0 no bound (default \(DaemonLimits.defaults.roomsPerAddressPerMinute); reloaded on SIGHUP)", reloadable: true),
+        ConfigFlag("empty-room-expiry", "DURATION", "release a room with no member and no history from memory after this long, so its --max-rooms place comes back; 0 never (default \(DaemonLimits.defaults.emptyRoomExpiryMs / 1000)s; reloaded on SIGHUP)", reloadable: true),
+        ConfigFlag("quota-exempt-networks", "CIDRS", "networks no per-address quota counts (a reverse proxy, local tools); none for none (default 127.0.0.1/32,::1/128; reloaded on SIGHUP)", repeatable: true, reloadable: true),
         ConfigFlag("max-datagram", "BYTES", "largest UDP datagram accepted (default \(DaemonLimits.defaults.maxDatagramBytes))", reloadable: true),
         ConfigFlag("max-frame", "BYTES", "largest native TCP frame accepted (default \(DaemonLimits.defaults.maxFrameBytes))", reloadable: true),
         ConfigFlag("new-sessions-per-second", "N", "new sessions one source address may open per second (default \(DaemonLimits.defaults.newSessionsPerSecond))", reloadable: true),

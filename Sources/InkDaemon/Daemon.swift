@@ -275,6 +275,10 @@ public final class Daemon {
         metrics.storeCommitSeconds.advance(to: Double(usage.totalCommitMicros) / 1_000_000)
         metrics.process.sample()
         metrics.reorderDepth.set(udp.reduce(0) { $0 + $1.reorderDepth })
+        metrics.showLimits(config.limits)
+        if let dropped = metricsServer?.dropped {
+            for (reason, count) in dropped { metrics.metricsConnectionsDropped.labels(reason).advance(to: count) }
+        }
     }
 
     func renderMetrics() -> String {

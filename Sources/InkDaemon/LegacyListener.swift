@@ -5,7 +5,7 @@ import InkUV
 /// One `--legacy HOST:PORT=ROOM` listener: every HYWhiteboard app that connects (the app in
 /// client mode, its user typed `IP PORT`) joins `room` as a new author (see `LegacyPeer`).
 /// With `@CIDR,...` only apps from those networks do; any other connection is closed at
-/// accept, counted and logged (`LegacyRefusalLog`).
+/// accept, counted and logged (`LegacyRefusalLog`, one line per address a minute).
 final class LegacyListener {
     let room: String
     let listener: TCPListener
@@ -104,6 +104,8 @@ final class LegacyContext {
     let originBase: UInt64
     /// When each refused address was last logged (all listeners).
     let refusals = LegacyRefusalLog()
+    /// When each address whose join the room refused (a quota, a full room) was last logged.
+    let joinRefusals = LegacyRefusalLog()
     private var peerNumber: UInt64 = 0
 
     init(loop: EventLoop, driver: RelayDriver, logger: Logger, metrics: DaemonMetrics, limits: DaemonLimits,

@@ -68,7 +68,7 @@ final class LegacyPeer: RelaySessionTransport {
         connection.onDrain = { [weak self] in self?.pump() }
         context.metrics.sessions.labels("legacy").add(1)
         counted = true
-        let id = context.driver.open(self, kind: .legacy)
+        let id = context.driver.open(self, kind: .legacy, from: connection.remoteAddress)
         relaySession = id
         guard !closed else { return }
         context.driver.authorizer.trust(origin)
@@ -106,7 +106,12 @@ final class LegacyPeer: RelaySessionTransport {
         guard !closed else { return }
         switch message {
         case .joinRefused(let reason, let text):
-            context.logger.warning("legacy device refused", ["room": room, "remote": remote, "reason": "\(reason)", "text": text])
+            // A flood of connections from one address leaves one line a minute.
+            let host = connection.remoteAddress.map { $0.unmappedIPv4.withPort(0) }
+            if let unlogged = context.joinRefusals.record(host, now: context.loop.now) {
+                context.logger.warning("legacy device refused", ["room": room, "remote": remote, "reason": "\(reason)", "text": text,
+                                                                "refused_unlogged": unlogged])
+            }
             close(reason: "join refused: \(text)")
         case .error(let code, _, let text):
             // The app cannot hear a refusal, and keeps showing what the room did not take:

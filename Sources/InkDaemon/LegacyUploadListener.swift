@@ -181,6 +181,7 @@ final class LegacyUpload: RelaySessionTransport {
         let hash = DaemonBlobs.hash(image)
         self.hash = hash
         let driver = context.driver
+        // No address: a moment's session (upload, name, close) that no per-address quota counts.
         let session = driver.open(self, kind: .legacy)
         self.session = session
         guard !closed else { return }

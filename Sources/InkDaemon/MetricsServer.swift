@@ -4,15 +4,26 @@ import InkUV
 /// with `Connection: close`. Other paths get 404, other methods 405, oversized or malformed
 /// requests 431/400. After answering it half-closes and waits (bounded) for the client to close,
 /// so unread request bytes never turn the close into a reset that could eat the response.
+///
+/// Monitoring must not be starved by clients that connect and say nothing: a client has
+/// `requestTimeoutMicroseconds` to send its request, and a new connection always gets a slot,
+/// taking the place of the oldest unanswered client of its address (at
+/// `maximumConnectionsPerAddress`) or of all (at `maximumConnections`). A scraper sends its
+/// request at once, so idle connections, however many and however often, go before it does.
 public final class MetricsServer {
     /// Largest request head accepted (request line and headers).
     public static let maximumRequestBytes = 8 * 1024
-    /// Most clients served at once; further connections are closed at accept.
-    public static let maximumConnections = 32
-    /// How long a client may take to send its request and then to close after the response.
-    public static let clientTimeoutMicroseconds: UInt64 = 10_000_000
+    /// Most clients held at once; a new connection past it takes the oldest one's place.
+    public static let maximumConnections = 64
+    /// Most clients of one address held at once; a new one past it takes the place of that
+    /// address's oldest.
+    public static let maximumConnectionsPerAddress = 8
+    /// How long a client may take to send its whole request head (a scraper sends it at once).
+    public static let requestTimeoutMicroseconds: UInt64 = 2_000_000
+    /// How long a client may take to close after the response.
+    public static let lingerMicroseconds: UInt64 = 1_000_000
     /// How often stale clients are swept.
-    static let sweepIntervalMicroseconds: UInt64 = 1_000_000
+    static let sweepIntervalMicroseconds: UInt64 = 250_000
 
     private let loop: EventLoop
     private let listener: TCPListener
@@ -21,17 +32,30 @@ public final class MetricsServer {
     private var sweepTimer: LoopTimer?
     /// Responses written, by status code (for tests and the server's own metrics).
     public private(set) var responses: [Int: UInt64] = [:]
+    /// Clients closed without an answer: `timeout` (no whole request in time) or `evicted`
+    /// (a newer connection took the place).
+    public private(set) var dropped: [String: UInt64] = [:]
+    private var accepted: UInt64 = 0
 
     private final class Client {
         let connection: TCPConnection
+        /// The peer's address without its port (nil: unknown).
+        let host: SocketAddress?
+        /// Accept order: lower is older.
+        let number: UInt64
         var request: [UInt8] = []
         var deadline: UInt64
         var answered = false
-        init(connection: TCPConnection, deadline: UInt64) {
+        init(connection: TCPConnection, host: SocketAddress?, number: UInt64, deadline: UInt64) {
             self.connection = connection
+            self.host = host
+            self.number = number
             self.deadline = deadline
         }
     }
+
+    /// Clients held now (tests).
+    public var clientCount: Int { clients.count }
 
     /// Listens on `address` (port 0 picks a free port); `render` produces the body per request.
     public convenience init(loop: EventLoop, bindTo address: SocketAddress, render: @escaping () -> String) throws(UVError) {
@@ -67,11 +91,16 @@ public final class MetricsServer {
     }
 
     private func accept(_ connection: TCPConnection) {
-        guard clients.count < MetricsServer.maximumConnections else {
-            connection.close()
-            return
+        let host = connection.remoteAddress.map { $0.unmappedIPv4.withPort(0) }
+        let sameHost = clients.values.filter { $0.host == host }
+        if sameHost.count >= MetricsServer.maximumConnectionsPerAddress, let victim = MetricsServer.oldest(sameHost) {
+            evict(victim)
         }
-        let client = Client(connection: connection, deadline: loop.now + MetricsServer.clientTimeoutMicroseconds)
+        if clients.count >= MetricsServer.maximumConnections, let victim = MetricsServer.oldest(Array(clients.values)) {
+            evict(victim)
+        }
+        accepted += 1
+        let client = Client(connection: connection, host: host, number: accepted, deadline: loop.now + MetricsServer.requestTimeoutMicroseconds)
         let key = ObjectIdentifier(connection)
         clients[key] = client
         connection.onClose = { [weak self] in self?.clients[key] = nil }
@@ -88,6 +117,18 @@ public final class MetricsServer {
             return
         }
         startSweeping()
+    }
+
+    /// The client to close for a newer one: the oldest not yet answered (closing it loses
+    /// nothing), else the oldest answered one.
+    private static func oldest(_ candidates: [Client]) -> Client? {
+        candidates.min { ($0.answered ? 1 : 0, $0.number) < ($1.answered ? 1 : 0, $1.number) }
+    }
+
+    private func evict(_ client: Client) {
+        if !client.answered { dropped["evicted", default: 0] &+= 1 }
+        clients[ObjectIdentifier(client.connection)] = nil
+        client.connection.close()
     }
 
     private func received(_ bytes: UnsafeRawBufferPointer, from client: Client) {
@@ -107,7 +148,7 @@ public final class MetricsServer {
     private func answer(_ client: Client, _ response: (status: Int, body: String, allow: String?, headOnly: Bool)) {
         client.answered = true
         client.request = []
-        client.deadline = loop.now + MetricsServer.clientTimeoutMicroseconds
+        client.deadline = loop.now + MetricsServer.lingerMicroseconds
         responses[response.status, default: 0] &+= 1
         let contentType = response.status == 200 ? MetricsRegistry.contentType : "text/plain; charset=utf-8"
         let body = Array(response.body.utf8)
@@ -178,6 +219,8 @@ public final class MetricsServer {
     private func sweep() {
         let now = loop.now
         for client in clients.values where client.deadline <= now {
+            if !client.answered { dropped["timeout", default: 0] &+= 1 }
+            clients[ObjectIdentifier(client.connection)] = nil
             client.connection.close()
         }
         if clients.isEmpty {

@@ -56,7 +56,7 @@ final class NativeDatagramSession: RelaySessionTransport, DeadlineWheelMember {
 
     /// Opens the relay session and hands it the join; the handshake's response goes out first.
     func start() {
-        session = daemon.driver.open(self, kind: .udp, confirmed: false)
+        session = daemon.driver.open(self, kind: .udp, confirmed: false, from: address)
         if let session, let join {
             self.join = nil
             daemon.driver.message(join, from: session)

@@ -77,6 +77,10 @@ final class RelayDriver {
     let blobs: DaemonBlobs
     /// The broker bridge (`--bridge`), told of rooms, appends and durable marks.
     weak var bridge: RelayBridgeHook?
+    /// Networks whose sessions no per-address quota counts (`--quota-exempt-networks`).
+    private var quotaExemptNetworks: [AddressPrefix] = []
+    /// Quota refusals logged once per offender (and quota and room) a minute.
+    private let refusalLog = OffenderLog<String>()
 
     /// A room gets a compacted snapshot (`Relay.snapshotRecord`) every this many stored
     /// batches: a restart restores it and reads only the tail after it, and with
@@ -108,6 +112,36 @@ final class RelayDriver {
         blobs = DaemonBlobs(store: store, logger: logger)
         relay.blobs = blobs
         gate.compactRoom = { [weak self] room in self?.compactNow(room) }
+        apply(limits)
+    }
+
+    /// The relay's quotas from the daemon's settings.
+    static func quotas(_ limits: DaemonLimits) -> RelayQuotas {
+        var q = RelayQuotas()
+        q.maxSessionsPerUser = limits.maxSessionsPerUser
+        q.maxSessionsPerAddress = limits.maxSessionsPerAddress
+        q.maxLegacyPerAddress = limits.maxLegacyPerAddress
+        q.memberReserve = limits.memberReserve
+        q.memberTimeout = limits.memberTimeoutMs == 0 ? nil : .milliseconds(limits.memberTimeoutMs)
+        q.idleAfter = .milliseconds(limits.memberIdleMs)
+        q.roomsPerAddressPerMinute = limits.roomsPerAddressPerMinute
+        q.emptyRoomExpiry = limits.emptyRoomExpiryMs == 0 ? nil : .milliseconds(limits.emptyRoomExpiryMs)
+        return q
+    }
+
+    /// The settings at start and after each reload: room bounds and quotas for later joins.
+    func apply(_ limits: DaemonLimits) {
+        relay.updateRoomBounds(maxRooms: limits.maxRooms, maxMembersPerRoom: limits.maxMembersPerRoom)
+        relay.updateQuotas(RelayDriver.quotas(limits), now: now)
+        quotaExemptNetworks = limits.quotaExemptNetworks
+        drain()
+    }
+
+    /// The address a session from `address` counts against, nil when no quota counts it.
+    func source(of address: SocketAddress?) -> SourceHost? {
+        guard let address else { return nil }
+        if quotaExemptNetworks.contains(where: { $0.contains(address) }) { return nil }
+        return SourceHost(address.unmappedIPv4.host)
     }
 
     var now: Instant { Instant(microseconds: loop.now) }
@@ -172,12 +206,13 @@ final class RelayDriver {
 
     /// Registers a new session; the relay learns of it at once. A sealed session is opened
     /// unconfirmed and confirmed when its device proves it holds the keys (`confirmed(_:)`).
-    func open(_ transport: RelaySessionTransport, kind: TransportKind, confirmed: Bool = true) -> SessionID {
+    /// `address`: where the device is, for the per-address quotas (nil: not counted).
+    func open(_ transport: RelaySessionTransport, kind: TransportKind, confirmed: Bool = true, from address: SocketAddress? = nil) -> SessionID {
         let id = SessionID(nextSession)
         nextSession += 1
         transports[id] = transport
         kinds[id] = kind
-        relay.handleSessionOpened(id, transport: kind, confirmed: confirmed, now: now)
+        relay.handleSessionOpened(id, transport: kind, confirmed: confirmed, source: source(of: address), now: now)
         drain()
         return id
     }
@@ -389,7 +424,39 @@ final class RelayDriver {
                                           "transport": kinds[session]?.rawValue ?? "?"])
         case .joinRefused(let session, let reason):
             metrics.refusedJoins.labels("\(reason)").increment()
-            logger.notice("join refused", ["session": session.rawValue, "reason": "\(reason)"])
+            switch reason {
+            case .quotaExceeded:
+                break  // logged with its quota and offender (.quotaRefused)
+            case .roomFull, .tooManyRooms:
+                // A flood of joins into a full room (or daemon) leaves a line a minute per address.
+                let address = transports[session]?.linkStatus.address ?? "?"
+                let host = SocketAddress(address)?.unmappedIPv4.host ?? address
+                if let unlogged = refusalLog.record("\(reason)|\(host)", now: loop.now) {
+                    logger.notice("join refused", ["session": session.rawValue, "reason": "\(reason)", "address": host,
+                                                   "refused_unlogged": unlogged])
+                }
+            default:
+                logger.notice("join refused", ["session": session.rawValue, "reason": "\(reason)"])
+            }
+        case .quotaRefused(let session, let room, let quota, let offender):
+            metrics.quotaRefusals.labels(quota.rawValue).increment()
+            // Rooms it tries to create are new every time: an address is one offender for them.
+            let key = quota == .roomsPerAddress ? "\(quota.rawValue)|\(offender)" : "\(quota.rawValue)|\(room)|\(offender)"
+            if let unlogged = refusalLog.record(key, now: loop.now) {
+                logger.warning("join refused: quota reached", ["quota": quota.rawValue, "room": room, "offender": offender,
+                                                              "session": session.rawValue, "refused_unlogged": unlogged])
+            }
+        case .memberEvicted(let room, let session, let user, let quota):
+            metrics.membersEvicted.labels(quota.rawValue).increment()
+            logger.notice("idle member made way", ["room": room, "session": session.rawValue, "user": user, "for": quota.rawValue])
+        case .memberTimedOut(let room, let session, let user):
+            metrics.membersTimedOut.increment()
+            logger.info("member timed out: nothing heard", ["room": room, "session": session.rawValue, "user": user])
+        case .roomReleased(let room):
+            metrics.roomsReleased.increment()
+            sinceSnapshot[room] = nil
+            peakStrokes[room] = nil
+            logger.info("empty room released", ["room": room])
         case .memberLeft(let room, let session):
             logger.info("member left", ["room": room, "session": session.rawValue])
         case .roomCreated(let room):

@@ -1,7 +1,7 @@
 extension Daemon {
     /// SIGHUP: parses the start's flags and environment again with the `--config` file as it is
     /// now (a line removed from it goes back to its default), re-reads the token secret, and applies what
-    /// can change live (token secret, log level, limits, room history limit and idle expiry) without touching a session. A broken
+    /// can change live (token secret, log level, limits and quotas, room history limit and idle expiry) without touching a session. A broken
     /// configuration is logged and the running one kept.
     func reload() {
         guard !stopping else { return }
@@ -30,10 +30,9 @@ extension Daemon {
         config.tokenSecretFile = next.tokenSecretFile
         var limits = next.limits
         limits.shutdownTimeoutMs = config.limits.shutdownTimeoutMs
-        limits.maxRooms = config.limits.maxRooms
-        limits.maxMembersPerRoom = config.limits.maxMembersPerRoom
         config.limits = limits
         legacyContext.apply(limits)
+        driver.apply(limits)
         tcpRetransmitPolicy.ceilingMs = limits.tcpRetransmitCeilingMs
         config.maxRoomHistoryBytes = next.maxRoomHistoryBytes
         config.roomIdleExpiryMs = next.roomIdleExpiryMs
@@ -43,6 +42,12 @@ extension Daemon {
         if secretChanged { driver.authorizationChanged() }
         logger.notice("reloaded", ["log_level": next.logLevel, "tokens": verifier == nil ? "open" : "required",
                                    "max_sessions": limits.maxSessions, "new_sessions_per_second": limits.newSessionsPerSecond,
+                                   "max_rooms": limits.maxRooms, "max_members": limits.maxMembersPerRoom,
+                                   "max_sessions_per_user": limits.maxSessionsPerUser, "max_sessions_per_address": limits.maxSessionsPerAddress,
+                                   "max_legacy_per_address": limits.maxLegacyPerAddress, "member_reserve": limits.memberReserve,
+                                   "member_timeout_ms": limits.memberTimeoutMs, "member_idle_after_ms": limits.memberIdleMs,
+                                   "rooms_per_address_per_minute": limits.roomsPerAddressPerMinute,
+                                   "empty_room_expiry_ms": limits.emptyRoomExpiryMs,
                                    "max_room_history_bytes": next.maxRoomHistoryBytes,
                                    "room_idle_expiry_ms": next.roomIdleExpiryMs])
     }
@@ -61,9 +66,6 @@ extension Daemon {
         if old.webCertFile != new.webCertFile || old.webKeyFile != new.webKeyFile { changed.append("web-cert-file") }
         if old.webOrigins != new.webOrigins { changed.append("web-origin") }
         if old.limits.shutdownTimeoutMs != new.limits.shutdownTimeoutMs { changed.append("shutdown-timeout-ms") }
-        // The relay's room bounds are fixed for its life.
-        if old.limits.maxRooms != new.limits.maxRooms { changed.append("max-rooms") }
-        if old.limits.maxMembersPerRoom != new.limits.maxMembersPerRoom { changed.append("max-members") }
         return changed
     }
 }

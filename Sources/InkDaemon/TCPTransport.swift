@@ -134,7 +134,7 @@ final class NativeStreamConnection: RelaySessionTransport {
         case .accepted(let stream, let join):
             sealed = stream
             flushSealed()
-            session = daemon.driver.open(self, kind: .tcp, confirmed: false)
+            session = daemon.driver.open(self, kind: .tcp, confirmed: false, from: connection.remoteAddress)
             if let session, !closed { daemon.driver.message(join, from: session) }
         }
     }

@@ -269,7 +269,7 @@ final class WebConnection: RelaySessionTransport {
             sealed = stream
             flushSealed()
             daemon.metrics.sessions.labels("web").add(1)
-            session = daemon.driver.open(self, kind: .web, confirmed: false)
+            session = daemon.driver.open(self, kind: .web, confirmed: false, from: connection.remoteAddress)
             if let session, !closed { daemon.driver.message(join, from: session) }
         }
     }

@@ -85,6 +85,10 @@ public enum ClientMessage: Hashable, Sendable {
     case blobRequest(hash: BlobHash, firstChunk: UInt32)
     /// Every chunk of blob `hash` up to and including `chunk` arrived: opens the window.
     case blobAck(hash: BlobHash, chunk: UInt32)
+    /// Nothing else to say: the device is still there. A joined device sends it when it has
+    /// sent nothing for `SessionKeepalive.interval`; the daemon closes a member it hears
+    /// nothing from for its member timeout (`goingAway(idle)`).
+    case ping
     /// A kind this version does not know (from a newer device): skipped.
     case unknown(kind: UInt64)
 }
@@ -103,6 +107,9 @@ public enum JoinRefusal: UInt16, Hashable, Sendable {
     case shuttingDown = 9
     /// The device speaks an older protocol (protocol 1: unsealed); it must be updated.
     case unsupportedVersion = 10
+    /// A quota of the daemon is reached: this user's or this address's sessions in the room,
+    /// or the rooms this address may create per minute; the text says which. Try later.
+    case quotaExceeded = 11
 }
 
 /// Error codes sent to one session. Raw values are the wire values.
@@ -156,6 +163,16 @@ public enum GoingAwayReason: UInt16, Hashable, Sendable {
     case tokenExpired = 6
     /// The daemon's token secret changed and the member's token no longer verifies.
     case tokenRevoked = 7
+    /// The room was full or the user had its most sessions: this idle session made way for a
+    /// teacher or presenter, or for a newer session of the same user. Not rejoined on its own.
+    case evicted = 8
+}
+
+/// How often a joined device speaks when it has nothing else to say (docs/protocol.md 5a): a
+/// `ping` after this long without sending any message, so the daemon can tell a device that
+/// merely watches from one that is gone.
+public enum SessionKeepalive {
+    public static let interval = Instant.Duration.milliseconds(20_000)
 }
 
 /// How a sync starts.

@@ -38,7 +38,8 @@ public enum SessionMessageCodec {
     static let kBlobPut: UInt64 = 7
     static let kBlobRequest: UInt64 = 8
     static let kBlobAck: UInt64 = 9
-    static let lastClientKind: UInt64 = 9
+    static let kPing: UInt64 = 10
+    static let lastClientKind: UInt64 = 10
     static let firstServerKind: UInt64 = 32
     static let kJoinAccepted: UInt64 = 32
     static let kJoinRefused: UInt64 = 33
@@ -97,6 +98,8 @@ public enum SessionMessageCodec {
             b.varint(UInt64(chunk))
         case .leave:
             kind = kLeave
+        case .ping:
+            kind = kPing
         case .blobPut(let hash, let size, let offset, let data):
             kind = kBlobPut
             b = MessageWriter(capacity: data.count + 48)
@@ -302,6 +305,8 @@ public enum SessionMessageCodec {
             return .syncAck(syncID: try r.varint32("syncID"), chunk: try r.varint32("chunk"))
         case kLeave:
             return .leave
+        case kPing:
+            return .ping
         case kBlobPut:
             let hash = try blobHash(&r)
             let size = try r.varint32("size")

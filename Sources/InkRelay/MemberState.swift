@@ -43,6 +43,15 @@ struct SessionState {
     var confirmed: Bool
     var errors = 0
     var member: MemberState?
+    /// The device's address for the per-address quotas (nil: not counted).
+    var source: SourceHost?
+    /// A join that needs others to make way, waiting for this session to be confirmed.
+    var heldJoin: JoinRequest?
+    /// When the device last sent any message (`RelayQuotas.memberTimeout`).
+    var lastHeard: Instant
+    /// When the member joined or last drew, uploaded or sent a room command (idle after
+    /// `RelayQuotas.idleAfter`).
+    var lastActed: Instant
 }
 
 /// A class, mutated in place through the sessions table.
@@ -62,6 +71,8 @@ final class MemberState {
     var outbound = BinaryCodecState()
     /// A legacy app: it gets `LegacyDelivery`s (the board, then every batch, its own too).
     var isLegacy = false
+    /// Its join carried a token the daemon verified (legacy apps and open rooms carry none).
+    var authenticated = false
     /// Codec state of the device -> daemon direction for `batch` payloads.
     var inbound = BinaryCodecState()
 

@@ -7,8 +7,8 @@ import InkProtocol
 ///
 /// ## Call order (the daemon)
 /// 1. At start, for every room in the store, `restore(_:)` each record in `roomSeq` order.
-/// 2. `handleSessionOpened(id, transport:now:)` when a device connects (a new ARQ session,
-///    TCP stream or legacy connection).
+/// 2. `handleSessionOpened(id, transport:source:now:)` when a device connects (a new ARQ
+///    session, TCP stream or legacy connection), with its address for the per-address quotas.
 /// 3. `handleMessage(bytes, from:now:)` for every message the session delivers, in order
 ///    (or `handle(_:from:now:)` with a message already decoded or translated, for legacy).
 ///    Joins are checked with the `JoinAuthorizer` given at `init`, synchronously.
@@ -24,6 +24,8 @@ import InkProtocol
 ///    device only once its own session is confirmed, and an unconfirmed session is closed at
 ///    the join timeout (a replayed handshake never confirms).
 /// 9. `handleAuthorizationChanged(now:)` when the authorizer's secret changed (SIGHUP).
+/// 10. `updateQuotas(_:now:)` and `updateRoomBounds(maxRooms:maxMembersPerRoom:)` when the
+///    settings changed (SIGHUP); members already in are kept.
 /// After every input: drain `pollOutput()` until nil, acting on each output in order, then
 /// re-arm the timer from `pollTimeout()`. `handleShutdown(now:)` says goodbye to everyone.
 ///
@@ -61,6 +63,14 @@ import InkProtocol
 /// tail) is served by a snapshot today; a store-backed tail can slot in where the tail sync
 /// finds an entry missing.
 ///
+/// ## Admission (RelayAdmission.swift)
+/// `RelayQuotas` bound what one user, one address and idle members may hold: sessions per user
+/// and per address in a room, legacy connections per address, a reserve of a room's members
+/// for teacher and presenter tokens (in a full room an idle viewer of the same user, else an
+/// idle member without a token, makes way), members that say nothing closed after a timeout,
+/// rooms created per address per minute when rooms are open, and empty rooms released so their
+/// slots come back.
+///
 /// ## Legacy members
 /// A HYWhiteboard app is a member like any other (`TransportKind.legacy`): the daemon turns
 /// its frames into `join`/`batch` messages with `LegacyTranslator` (its own codec state
@@ -71,8 +81,14 @@ import InkProtocol
 /// Shown undos of other authors are expressible only when they hit the line on top of the
 /// app's single "other side" stack; otherwise the daemon must redraw the page.
 public final class Relay {
-    public let configuration: RelayConfiguration
+    public internal(set) var configuration: RelayConfiguration
     var limits: RelayLimits { configuration.limits }
+    /// Admission quotas (`updateQuotas`); all off until set.
+    public internal(set) var quotas = RelayQuotas()
+    /// Per source address, when its next room creation is due (`roomsPerAddressPerMinute`).
+    var roomCreations: [SourceHost: Instant] = [:]
+    /// When `handleTimeout` next looks for silent members and empty rooms (quotas on).
+    var nextSweep: Instant?
     let authorizer: any JoinAuthorizer
     /// Asked before a batch is numbered (the daemon's storage limits); nil admits all.
     public weak var admission: (any BatchAdmission)?
@@ -119,6 +135,7 @@ public final class Relay {
         var earliest: Instant?
         for d in joinDeadlines.values where earliest == nil || d < earliest! { earliest = d }
         for d in tokenExpiries.values where earliest == nil || d < earliest! { earliest = d }
+        if let d = nextSweep, earliest == nil || d < earliest! { earliest = d }
         return earliest
     }
 
@@ -154,15 +171,18 @@ public final class Relay {
 
     // MARK: inputs
 
-    public func handleSessionOpened(_ session: SessionID, transport: TransportKind, confirmed: Bool = true, now: Instant) {
+    public func handleSessionOpened(_ session: SessionID, transport: TransportKind, confirmed: Bool = true, source: SourceHost? = nil,
+                                    now: Instant) {
         guard sessions[session] == nil else { return }
         guard sessions.count < limits.maxSessions else {
             send(session, .goingAway(.other, text: "too many sessions"))
             emit(.close(session, .other))
             return
         }
-        sessions[session] = SessionState(id: session, transport: transport, confirmed: confirmed)
+        sessions[session] = SessionState(id: session, transport: transport, confirmed: confirmed, source: source,
+                                         lastHeard: now, lastActed: now)
         joinDeadlines[session] = now + limits.joinTimeout
+        scheduleSweep(now: now)
         event(.sessionOpened(session, transport))
     }
 
@@ -184,6 +204,11 @@ public final class Relay {
     /// One decoded (or translated) message of the session.
     public func handle(_ message: ClientMessage, from session: SessionID, now: Instant) {
         guard sessions[session] != nil else { return }
+        sessions[session]!.lastHeard = now
+        switch message {
+        case .batch, .grantDraw, .revokeDraw, .blobPut: sessions[session]!.lastActed = now
+        default: break
+        }
         switch message {
         case .join(let request): handleJoin(request, from: session, now: now)
         case .batch(let originSeq, let payload): handleBatch(originSeq: originSeq, payload: payload, from: session, now: now)
@@ -195,7 +220,7 @@ public final class Relay {
         case .blobRequest(let hash, let first): handleBlobRequest(hash: hash, firstChunk: first, from: session)
         case .blobAck(let hash, let chunk): handleBlobAck(hash: hash, chunk: chunk, from: session)
         case .leave: closeSession(session, .left, text: "left")
-        case .unknown: break
+        case .ping, .unknown: break
         }
     }
 
@@ -209,6 +234,12 @@ public final class Relay {
     public func handleSessionConfirmed(_ session: SessionID, now: Instant) {
         guard sessions[session] != nil, !sessions[session]!.confirmed else { return }
         sessions[session]!.confirmed = true
+        if let held = sessions[session]!.heldJoin {
+            // Its join needed someone to make way: decided now that the device proved itself.
+            sessions[session]!.heldJoin = nil
+            handleJoin(held, from: session, now: now)
+            return
+        }
         guard let m = sessions[session]!.member else { return }
         joinDeadlines[session] = nil
         replaceOlderSessions(of: m.origin, in: m.room, keeping: session)
@@ -286,6 +317,11 @@ public final class Relay {
         for s in expired {
             event(.tokenEnded(session: s, expired: true))
             closeSession(s, .tokenExpired, text: "the join token expired; join again with a new token")
+        }
+        if let due = nextSweep, due <= now {
+            nextSweep = nil
+            sweepQuotas(now: now)
+            scheduleSweep(now: now)
         }
     }
 

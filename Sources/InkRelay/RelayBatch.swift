@@ -33,6 +33,8 @@ extension Relay {
             refuse(session, .notJoined, originSeq: originSeq, text: "join a room first")
             return
         }
+        sessions[session]!.lastHeard = now
+        sessions[session]!.lastActed = now
         guard commands.count <= Batch.maxCommands else {
             event(.batchRefused(session: session, .batchTooLarge))
             refuse(session, .batchTooLarge, originSeq: originSeq, text: "batch of \(commands.count) commands exceeds \(Batch.maxCommands)")

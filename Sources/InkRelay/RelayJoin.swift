@@ -36,6 +36,7 @@ extension Relay {
                 refuseJoin(session, .tooManyRooms, "the daemon holds \(limits.maxRooms) rooms")
                 return
             }
+            guard admitRoomCreation(session, room: request.room, tokenVerified: verifiedClaims != nil, now: now) else { return }
             rooms[request.room] = newRoom(request.room)
             event(.roomCreated(room: request.room))
         }
@@ -44,8 +45,16 @@ extension Relay {
         let confirmed = sessions[session]!.confirmed
         if confirmed { replaceOlderSessions(of: request.origin, in: request.room, keeping: session) }
         let room = rooms[request.room]!
-        guard room.sessions.count < limits.maxMembersPerRoom else {
-            refuseJoin(session, .roomFull, "the room has \(limits.maxMembersPerRoom) members")
+        guard room.users[request.user] != nil || room.users.count < limits.maxUsersPerRoom else {
+            refuseJoin(session, .roomFull, "the room knows \(limits.maxUsersPerRoom) users")
+            return
+        }
+        // The quotas (RelayAdmission.swift) may make an idle member leave to make way.
+        switch admitMember(session, request: request, tokenVerified: verifiedClaims != nil, room: room, now: now) {
+        case .admitted: break
+        case .refused: return
+        case .held:
+            sessions[session]!.heldJoin = request
             return
         }
         guard let user = room.user(named: request.user, limit: limits.maxUsersPerRoom) else {
@@ -59,6 +68,7 @@ extension Relay {
                                  origin: request.origin, cursor: room.head)
         member.request = request
         member.isLegacy = sessions[session]!.transport == .legacy
+        member.authenticated = verifiedClaims != nil
         let plan = member.isLegacy ? nil : syncPlan(for: request.have, room: room)
         switch plan {
         case .tail(let after): member.cursor = after
@@ -67,6 +77,8 @@ extension Relay {
         }
         if confirmed { joinDeadlines[session] = nil }
         sessions[session]!.member = member
+        sessions[session]!.lastActed = now
+        room.emptySince = nil
         if let verifiedClaims { noteTokenExpiry(session, claims: verifiedClaims, now: now) }
         event(.memberJoined(room: request.room, session: session, user: request.user, role: role))
 
@@ -88,7 +100,7 @@ extension Relay {
         if let plan { beginSync(session, plan) }
     }
 
-    private func refuseJoin(_ session: SessionID, _ reason: JoinRefusal, _ text: String) {
+    func refuseJoin(_ session: SessionID, _ reason: JoinRefusal, _ text: String) {
         event(.joinRefused(session: session, reason))
         send(session, .joinRefused(reason, text: text))
         sessions[session]?.errors += 1

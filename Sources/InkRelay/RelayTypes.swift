@@ -131,6 +131,13 @@ public enum JoinAuthorization: Hashable, Sendable {
 /// HMAC-SHA256 and its wall clock; tests and open mode use `OpenAuthorizer`.
 public protocol JoinAuthorizer {
     func authorize(_ request: JoinRequest, now: Instant) -> JoinAuthorization
+    /// Whether joins need a token (a secret is set): only then does `RelayQuotas.memberReserve`
+    /// hold slots back, since only a token can prove a teacher or presenter.
+    var requiresTokens: Bool { get }
+}
+
+extension JoinAuthorizer {
+    public var requiresTokens: Bool { false }
 }
 
 /// Open mode: every join is allowed the role it asks for.
@@ -203,6 +210,16 @@ public enum RelayEvent: Hashable, Sendable {
     case blobRefused(room: String, session: SessionID, text: String)
     /// Every chunk of a blob reached the member.
     case blobSent(room: String, session: SessionID, bytes: Int)
+    /// A join was refused by `quota`; `offender` names who reached it ("user ana", "address
+    /// 10.0.0.7"), for a log line per offender and minute.
+    case quotaRefused(session: SessionID, room: String, quota: RelayQuota, offender: String)
+    /// An idle member was closed (`goingAway(evicted)`) to make way: for a newer session of its
+    /// user (`sessionsPerUser`) or a teacher or presenter in a full room (`memberReserve`).
+    case memberEvicted(room: String, session: SessionID, user: String, quota: RelayQuota)
+    /// A member sent nothing for `RelayQuotas.memberTimeout` and was closed.
+    case memberTimedOut(room: String, session: SessionID, user: String)
+    /// An empty room without history left memory (`RelayQuotas.emptyRoomExpiry`).
+    case roomReleased(room: String)
 }
 
 /// What a legacy session (`TransportKind.legacy`) gets instead of encoded messages: the board,

@@ -73,6 +73,8 @@ final class RoomState {
     var follows = false
     /// Author ids derive from user names (`BridgeAuthorID`), the same on every bridged daemon.
     var nameDerivedAuthors = false
+    /// When the relay's sweep first saw the room without a member (nil while it has one).
+    var emptySince: Instant?
 
     init(name: String, limits: RelayLimits) {
         self.name = name

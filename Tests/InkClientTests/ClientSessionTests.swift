@@ -146,3 +146,26 @@ private func sendLesson(_ h: ClientRelayHarness, _ sender: ClientRelayHarness.Cl
     #expect(syncDone(late)?.matches == true)
     #expect(late.session.board.digest == h.relay.board("r")!.digest)
 }
+
+/// A device that only watches pings every `SessionKeepalive.interval`, so a daemon that closes
+/// silent members (here after 60 s) keeps it through ten quiet minutes, over UDP and TCP.
+@Test func aWatcherThatOnlyWatchesIsNotTakenForGone() throws {
+    let h = ClientRelayHarness()
+    var quotas = RelayQuotas()
+    quotas.memberTimeout = .milliseconds(60_000)
+    h.relay.updateQuotas(quotas, now: h.now)
+    let udpWatcher = h.join(user: "w1", role: .viewer)
+    let tcpWatcher = h.join(user: "w2", role: .viewer, datagram: false)
+    #expect(h.run { joined(udpWatcher) && joined(tcpWatcher) })
+    // A member that says nothing at all, for comparison: the daemon closes it.
+    let mute = SessionID(999)
+    h.relay.handleSessionOpened(mute, transport: .tcp, now: h.now)
+    h.relay.handleMessage(SessionMessageCodec.encode(.join(JoinRequest(room: "r", user: "mute", role: .viewer, origin: 999))), from: mute, now: h.now)
+    let until = h.now + .milliseconds(600_000)
+    #expect(h.run { h.now >= until })
+    #expect(h.relay.sessions(in: "r").count == 2 && !h.relay.sessions(in: "r").contains(mute))
+    for watcher in [udpWatcher, tcpWatcher] {
+        #expect(!watcher.events.contains { if case .goingAway = $0 { true } else { false } })
+        #expect(!watcher.session.hasEnded)
+    }
+}

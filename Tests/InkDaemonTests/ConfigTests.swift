@@ -39,6 +39,39 @@ import InkUV
         #expect(ConfigFlag.defaultWebPort == ConfigFlag.defaultPort + 1)
     }
 
+    @Test func quotaSettings() throws {
+        let defaults = try parse([]).limits
+        #expect(defaults.maxSessionsPerUser == 4 && defaults.maxSessionsPerAddress == 8 && defaults.maxLegacyPerAddress == 3)
+        #expect(defaults.memberReserve == 8 && defaults.memberTimeoutMs == 120_000 && defaults.memberIdleMs == 60_000)
+        #expect(defaults.roomsPerAddressPerMinute == 10 && defaults.emptyRoomExpiryMs == 60_000)
+        #expect(defaults.quotaExemptNetworks.map(\.description) == ["127.0.0.1/32", "::1/128"])
+        let set = try parse(["--max-sessions-per-user", "2", "--member-timeout", "5m", "--member-idle-after", "90s", "--empty-room-expiry", "0",
+                             "--quota-exempt-networks", "10.0.0.0/8"],
+                            ["INKWIRE_MAX_SESSIONS_PER_ADDRESS": "0", "INKWIRE_ROOMS_PER_ADDRESS_PER_MINUTE": "30",
+                             "INKWIRE_QUOTA_EXEMPT_NETWORKS": "127.0.0.0/8, fd00::/8"]).limits
+        #expect(set.maxSessionsPerUser == 2 && set.maxSessionsPerAddress == 0 && set.roomsPerAddressPerMinute == 30)
+        #expect(set.memberTimeoutMs == 300_000 && set.memberIdleMs == 90_000 && set.emptyRoomExpiryMs == 0)
+        #expect(set.quotaExemptNetworks.map(\.description) == ["10.0.0.0/8"])  // the flag over the environment
+        #expect(try parse([], ["INKWIRE_QUOTA_EXEMPT_NETWORKS": "127.0.0.0/8, fd00::/8"]).limits.quotaExemptNetworks.count == 2)
+        #expect(try parse(["--quota-exempt-networks", "none"]).limits.quotaExemptNetworks.isEmpty)
+        #expect(try parse(["--member-timeout", "0"]).limits.memberTimeoutMs == 0)
+        let bad: [([String], String)] = [
+            (["--member-reserve", "256"], "--member-reserve 256 must be below --max-members 256: lower it (0 keeps no places for teachers)"),
+            (["--member-timeout", "20s"], "--member-timeout '20s': must be 0 (never) or longer than the devices' keepalive, 20 s"),
+            (["--max-sessions-per-user", "-1"], "--max-sessions-per-user '-1': expected a whole number from 0 to 65536"),
+            (["--quota-exempt-networks", "10.1.0.0/8"], "--quota-exempt-networks '10.1.0.0/8': invalid address '10.1.0.0/8': host bits are set; the network is 10.0.0.0/8 (networks are CIDR,CIDR...: 127.0.0.1/32, fd00::/8; or none)"),
+            (["--empty-room-expiry", "1w"], "--empty-room-expiry '1w': expected a duration like 90s, 15m, 12h or 30d (0: never), at most 3650d"),
+        ]
+        for (arguments, message) in bad {
+            #expect(throws: ConfigError(message)) { try parse(arguments) }
+        }
+        // Every quota reloads with the file.
+        for name in ["max-sessions-per-user", "max-sessions-per-address", "max-legacy-per-address", "member-reserve", "member-timeout",
+                     "member-idle-after", "rooms-per-address-per-minute", "empty-room-expiry", "quota-exempt-networks", "max-rooms", "max-members"] {
+            #expect(ConfigFlag.named(name)?.reloadable == true, "\(name)")
+        }
+    }
+
     @Test func flagsOverEnvironmentOverFile() throws {
         let file = "# comment\n\nINKWIRE_LOG_LEVEL=\"warning\"\nINKWIRE_MAX_ROOMS=6\nINKWIRE_TCP=127.0.0.1:1, 127.0.0.1:2\nINKWIRE_RETAIN=full\n"
         let config = try parse(["--legacy", "127.0.0.1:5000=a", "--legacy=[::1]:5001=b=c", "--config", "/etc/inkwired.env", "--max-rooms", "7"],

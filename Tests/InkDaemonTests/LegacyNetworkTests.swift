@@ -78,13 +78,13 @@ import Testing
 
     @Test func theRefusalLogStaysBoundedUnderManyAddresses() {
         let log = LegacyRefusalLog()
-        for i in 0..<LegacyRefusalLog.maxAddresses {
+        for i in 0..<LegacyRefusalLog.maxOffenders {
             #expect(log.record(SocketAddress("[2001:db8::\(String(i, radix: 16))]:0")!, now: UInt64(i)) == 0)
         }
         // Full of recent addresses: a new one is counted (by the caller) but not logged.
         let late = SocketAddress("[2001:db8:1::1]:0")!
         #expect(log.record(late, now: 10_000) == nil)
-        #expect(log.rememberedCount == LegacyRefusalLog.maxAddresses)
+        #expect(log.rememberedCount == LegacyRefusalLog.maxOffenders)
         // A minute on, the old entries make room.
         #expect(log.record(late, now: LegacyRefusalLog.intervalMicroseconds + 10_000) == 0)
         #expect(log.rememberedCount == 1)

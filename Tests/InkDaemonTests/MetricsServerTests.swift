@@ -70,6 +70,34 @@ import InkUV
         #expect(response?.contains("inkwire_requests_total") == false)
     }
 
+    /// Clients that connect and say nothing never keep a scrape out: past the bounds a new
+    /// connection takes the place of the oldest unanswered one (of its address, then of all),
+    /// and silent ones are dropped after `requestTimeoutMicroseconds`.
+    @Test func aScrapeAlwaysFindsASlotAmongIdleClients() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let (server, _) = try makeServer(loop)
+        let address = try #require(server.localAddress)
+        var idle: [TCPConnection] = []
+        let count = MetricsServer.maximumConnections + 6
+        for _ in 0..<count {
+            try TCPConnection.connect(loop: loop, to: address) { result in
+                if let connection = try? result.get() { idle.append(connection) }
+            }
+        }
+        #expect(drive(loop) { idle.count == count && server.clientCount == MetricsServer.maximumConnectionsPerAddress })
+        #expect(server.dropped["evicted"] == UInt64(count - MetricsServer.maximumConnectionsPerAddress))
+        let response = try exchange(loop, server, ["GET /metrics HTTP/1.1\r\n\r\n"])
+        #expect(response?.hasPrefix("HTTP/1.1 200 OK\r\n") == true)
+        // The ones left say nothing: closed once their time to send a request is up.
+        let limit = MetricsServer.requestTimeoutMicroseconds + 2 * MetricsServer.sweepIntervalMicroseconds
+        #expect(drive(loop, limitMicroseconds: limit + 1_000_000) { server.clientCount == 0 })
+        #expect(server.dropped["timeout"] == UInt64(MetricsServer.maximumConnectionsPerAddress - 1))
+        for connection in idle { connection.close() }
+        server.close()
+        loop.runNoWait()
+    }
+
     @Test func parsesRequestHeads() {
         #expect(MetricsServer.requestHead(Array("GET / HTTP/1.1\r\n".utf8)) == nil)
         #expect(MetricsServer.requestHead(Array("GET / HTTP/1.1\r\n\r\nrest".utf8)) == "GET / HTTP/1.1\r\n\r")

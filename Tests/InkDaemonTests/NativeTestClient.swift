@@ -28,12 +28,13 @@ final class NativeTestClient {
     /// The producer id joins carry (the daemon deduplicates resent batches by it).
     var origin = UInt64.random(in: 1...UInt64.max)
 
-    init(_ transport: Transport, port: UInt16, ipv6: Bool = false, serverKey: [UInt8]? = nil) throws {
+    /// `source`: another loopback address to come from ("127.0.0.2"), i.e. another device.
+    init(_ transport: Transport, port: UInt16, ipv6: Bool = false, serverKey: [UInt8]? = nil, from source: String? = nil) throws {
         self.transport = transport
         self.port = port
         self.serverKey = serverKey
         fd = ipv6 && transport == .tcp ? try connectLoopbackIPv6(port: port)
-            : try connectLoopback(port: port, type: transport == .udp ? SOCK_DGRAM : SOCK_STREAM)
+            : try connectLoopback(port: port, type: transport == .udp ? SOCK_DGRAM : SOCK_STREAM, from: source)
     }
 
     private var now: Instant { Instant(microseconds: monotonicMicroseconds()) }

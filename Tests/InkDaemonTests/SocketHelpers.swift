@@ -8,8 +8,10 @@ final class RawLegacySocket {
     let fd: Int32
     private(set) var peerClosed = false
 
-    init(port: UInt16) throws {
-        fd = try connectLoopback(port: port, type: SOCK_STREAM)
+    /// To `127.0.0.1:port`, from `127.0.0.1` or another loopback address (`source`, e.g.
+    /// "127.0.0.2": another host as the daemon's quotas see it).
+    init(port: UInt16, from source: String? = nil) throws {
+        fd = try connectLoopback(port: port, type: SOCK_STREAM, from: source)
     }
 
     /// From `[::1]` to `[::1]:ipv6Port`.
@@ -48,10 +50,27 @@ final class RawLegacySocket {
         return peerClosed
     }
 }
-/// A connected (TCP) or unconnected (UDP, `connect`ed for `send`) loopback socket.
-func connectLoopback(port: UInt16, type: __socket_type) throws -> Int32 {
+/// A connected (TCP) or unconnected (UDP, `connect`ed for `send`) socket to `127.0.0.1:port`,
+/// from `source` when given: any address of 127.0.0.0/8 is this host's, so each stands for
+/// another device on the classroom network (the daemon's per-address quotas tell them apart).
+func connectLoopback(port: UInt16, type: __socket_type, from source: String? = nil) throws -> Int32 {
     let fd = socket(AF_INET, Int32(type.rawValue), 0)
     guard fd >= 0 else { throw DaemonProcess.SpawnError(message: "socket failed") }
+    if let source {
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        guard inet_pton(AF_INET, source, &local.sin_addr) == 1 else {
+            close(fd)
+            throw DaemonProcess.SpawnError(message: "not an IPv4 address: \(source)")
+        }
+        let bound = withUnsafePointer(to: &local) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else {
+            close(fd)
+            throw DaemonProcess.SpawnError(message: "bind \(source): \(String(cString: strerror(errno)))")
+        }
+    }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = port.bigEndian
@@ -84,15 +103,27 @@ func connectLoopbackIPv6(port: UInt16) throws -> Int32 {
     return fd
 }
 
-/// `GET /metrics` from the daemon, the body as text.
-func fetchMetrics(port: UInt16) throws -> String {
-    let fd = try connectLoopback(port: port, type: SOCK_STREAM)
+/// One HTTP/1.1 response, as `httpGet` read it.
+struct HTTPReply {
+    /// The status line's code (0: no status line came).
+    var status: Int
+    /// Everything before the blank line: status line and headers.
+    var head: String
+    var body: String
+    /// The whole response as text.
+    var text: String { head + "\r\n\r\n" + body }
+}
+
+/// `GET path` over a fresh connection to `127.0.0.1:port` (from `source`, see
+/// `connectLoopback`), read until the server closes or `limitMicroseconds` pass.
+func httpGet(port: UInt16, path: String, from source: String? = nil, limitMicroseconds: UInt64 = 5_000_000) throws -> HTTPReply {
+    let fd = try connectLoopback(port: port, type: SOCK_STREAM, from: source)
     defer { close(fd) }
-    let request = Array("GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)
+    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8)
     _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     var response: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65536)
-    let deadline = monotonicMicroseconds() + 3_000_000
+    let deadline = monotonicMicroseconds() + limitMicroseconds
     while monotonicMicroseconds() < deadline {
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         guard poll(&descriptor, 1, 100) > 0 else { continue }
@@ -103,9 +134,17 @@ func fetchMetrics(port: UInt16) throws -> String {
     let separator: [UInt8] = [13, 10, 13, 10]
     guard response.count >= 4,
           let split = (0...(response.count - 4)).first(where: { Array(response[$0..<($0 + 4)]) == separator }) else {
-        return String(decoding: response, as: UTF8.self)
+        return HTTPReply(status: 0, head: String(decoding: response, as: UTF8.self), body: "")
     }
-    return String(decoding: response[(split + 4)...], as: UTF8.self)
+    let head = String(decoding: response[..<split], as: UTF8.self)
+    let statusLine = head.split(separator: "\r\n", maxSplits: 1).first ?? ""
+    let code = statusLine.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+    return HTTPReply(status: code, head: head, body: String(decoding: response[(split + 4)...], as: UTF8.self))
+}
+
+/// `GET /metrics` from the daemon, the body as text.
+func fetchMetrics(port: UInt16) throws -> String {
+    try httpGet(port: port, path: "/metrics", limitMicroseconds: 3_000_000).body
 }
 
 /// The value of one sample line (`name{labels} value`) in Prometheus text, if present.

@@ -414,7 +414,7 @@ struct WebBrowserTests {
         #expect(banner.contains("cannot seal its session") && banner.contains("https://classroom.test:\(daemon.web)/room/u"), "\(banner)")
         #expect(try page.evaluate("document.getElementById('connection').textContent") as? String == "not connected")
         #expect(try page.evaluate("window.inkwireBoard.session.connects") as? Int == 0)
-        let status = try httpGet(port: daemon.web, path: "/status.json")
+        let status = try httpGet(port: daemon.web, path: "/status.json").text
         #expect(status.contains("\"rooms\":[]") || !status.contains("\"transport\":\"web\""), "\(status)")
     }
 }

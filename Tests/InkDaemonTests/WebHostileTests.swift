@@ -298,27 +298,9 @@ final class RawWebSocket {
         #expect(Self.stillServes(bystander, originSeq: 1))
 
         // The status page counts the page's session as sealed.
-        let status = try httpGet(port: web.port, path: "/status.json")
+        let status = try httpGet(port: web.port, path: "/status.json").text
         #expect(status.contains("\"transport\":\"web\"") && status.contains("\"sealed\":true") && !status.contains("\"sealed\":false"))
         #expect(status.contains(PublicKeyText.encode(web.key)))
     }
 }
 
-/// One GET over a fresh loopback connection (`Connection: close`): the whole response as text.
-func httpGet(port: UInt16, path: String) throws -> String {
-    let fd = try connectLoopback(port: port, type: SOCK_STREAM)
-    defer { close(fd) }
-    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8)
-    _ = request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-    var response: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    let deadline = monotonicMicroseconds() + 5_000_000
-    while monotonicMicroseconds() < deadline {
-        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&pfd, 1, 200) > 0 else { continue }
-        let n = recv(fd, &buffer, buffer.count, 0)
-        if n <= 0 { break }
-        response += buffer[..<n]
-    }
-    return String(decoding: response, as: UTF8.self)
-}

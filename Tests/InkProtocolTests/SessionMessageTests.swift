@@ -56,6 +56,9 @@ private let vectorMessages: [(String, Either)] = [
     ]))),
     ("sync-done", .server(.syncDone(syncID: 1, roomSeq: 12, digest: 0xe259_5c44_9236_5745))),
     ("going-away", .server(.goingAway(.shuttingDown, text: "bye"))),
+    ("ping", .client(.ping)),
+    ("join-refused-quota", .server(.joinRefused(.quotaExceeded, text: "quota"))),
+    ("going-away-evicted", .server(.goingAway(.evicted, text: "idle"))),
 ]
 
 private func encoded(_ m: Either) -> [UInt8] {

@@ -36,9 +36,9 @@ final class Harness {
         }
     }
 
-    func open(_ id: UInt64, _ transport: TransportKind = .udp) -> SessionID {
+    func open(_ id: UInt64, _ transport: TransportKind = .udp, source: SourceHost? = nil) -> SessionID {
         let s = SessionID(id)
-        relay.handleSessionOpened(s, transport: transport, now: now)
+        relay.handleSessionOpened(s, transport: transport, source: source, now: now)
         drain()
         return s
     }

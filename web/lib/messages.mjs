@@ -19,11 +19,11 @@ export const ROLES = { teacher: 1, presenter: 2, viewer: 3 };
 export const roleName = (n) => ({ 1: 'teacher', 2: 'presenter', 3: 'viewer' })[n];
 
 /// Wire numbers (protocol.md 5a); unknown numbers decode as 0 (other).
-export const JOIN_REFUSAL = ['other', 'badToken', 'expiredToken', 'tokenMismatch', 'roleNotAllowed', 'roomFull', 'tooManyRooms', 'invalidName', 'alreadyJoined', 'shuttingDown', 'unsupportedVersion'];
+export const JOIN_REFUSAL = ['other', 'badToken', 'expiredToken', 'tokenMismatch', 'roleNotAllowed', 'roomFull', 'tooManyRooms', 'invalidName', 'alreadyJoined', 'shuttingDown', 'unsupportedVersion', 'quotaExceeded'];
 export const ERROR_CODE = ['other', 'permissionDenied', 'notTeacher', 'malformedMessage', 'malformedBatch', 'batchTooLarge', 'notJoined', 'unknownMember', 'invalidOriginSeq', 'historyFull', 'storageUnavailable', 'originSeqGap', 'originSeqReused'];
-export const GOING_AWAY = ['other', 'shuttingDown', 'left', 'replaced', 'idle', 'tooManyErrors', 'tokenExpired', 'tokenRevoked'];
+export const GOING_AWAY = ['other', 'shuttingDown', 'left', 'replaced', 'idle', 'tooManyErrors', 'tokenExpired', 'tokenRevoked', 'evicted'];
 
-const CLIENT_KINDS = { join: 1, batch: 2, grantDraw: 3, revokeDraw: 4, syncAck: 5, leave: 6 };
+const CLIENT_KINDS = { join: 1, batch: 2, grantDraw: 3, revokeDraw: 4, syncAck: 5, leave: 6, ping: 10 };
 const SERVER_KINDS = { joinAccepted: 32, joinRefused: 33, roomBatch: 34, batchAck: 35, error: 36, member: 37, syncBegin: 38, syncChunk: 39, syncDone: 40, goingAway: 41 };
 const kindName = (table, kind) => Object.keys(table).find((k) => table[k] === kind);
 
@@ -179,7 +179,8 @@ const role = (raw) => roleName(raw) ?? fail('invalidValue', 'role');
 /// Encodes a device's message: {type: 'join', room, user, role, token (Uint8Array), origin, have}
 /// with have {type: 'nothing'} | {type: 'upTo', roomSeq, digest} | {type: 'partialSnapshot',
 /// snapshotRoomSeq, lastChunk}; {type: 'batch', originSeq, payload}; {type: 'grantDraw' |
-/// 'revokeDraw', user}; {type: 'syncAck', syncID, chunk}; {type: 'leave'}.
+/// 'revokeDraw', user}; {type: 'syncAck', syncID, chunk}; {type: 'leave'}; {type: 'ping'} (the
+/// keepalive of a device with nothing else to send).
 export function encodeClient(m) {
   const w = new Writer();
   switch (m.type) {
@@ -215,6 +216,7 @@ export function encodeClient(m) {
       w.varint(m.chunk);
       break;
     case 'leave':
+    case 'ping':
       break;
     default:
       throw new TypeError(`not a device message: ${m.type}`);
@@ -244,6 +246,7 @@ export function decodeClient(bytes) {
     case 4: return { type: 'revokeDraw', user: r.string(MAX_NAME_BYTES, 'user') };
     case 5: return { type: 'syncAck', syncID: r.varint32('syncID'), chunk: r.varint32('chunk') };
     case 6: return { type: 'leave' };
+    case 10: return { type: 'ping' };
     default:
       if (kind >= 32 && kind <= 41) fail('wrongDirection', String(kind));
       return { type: 'unknown', kind };

@@ -24,6 +24,9 @@ export const RECONNECT_FIRST_MS = 250;
 export const RECONNECT_MAX_MS = 4000;
 /// Batches drawn while (re)joining, kept to send after the resend.
 export const MAX_DEFERRED_BATCHES = 4096;
+/// A joined page that sent nothing for this long sends a ping (protocol.md 5a), so the daemon
+/// does not close a page that only watches (SessionKeepalive.interval).
+export const KEEPALIVE_MS = 20000;
 
 export class RoomSession {
   /// options: url (ws:// or wss://), room, user, role, token (string), origin (a random
@@ -47,6 +50,7 @@ export class RoomSession {
     this.deferred = [];
     this.attempts = 0;
     this.reconnectTimer = null;
+    this.keepaliveTimer = null;
     this.connects = 0;
     // start: false makes a session that never connects (a page that cannot seal says why).
     if (options.start === false) this.ended = true;
@@ -114,6 +118,7 @@ export class RoomSession {
         this.socket = null;
         this.stream = null;
         this.joined = false;
+        this.stopKeepalive();
         this.resendOnJoin = true;
         this.emit({ type: 'disconnected', reason: e.reason || `closed (${e.code})`, code: e.code });
         if (!this.ended) this.scheduleReconnect();
@@ -169,7 +174,23 @@ export class RoomSession {
     } else {
       socket.send(encodeClient(message));
     }
+    if (this.joined) this.armKeepalive();
     return true;
+  }
+
+  /// (Re)starts the wait for the next ping: KEEPALIVE_MS after the last message sent.
+  armKeepalive() {
+    this.stopKeepalive();
+    if (this.ended) return;
+    this.keepaliveTimer = this.timers.set(() => {
+      this.keepaliveTimer = null;
+      if (this.joined) this.transmit({ type: 'ping' });
+    }, KEEPALIVE_MS);
+  }
+
+  stopKeepalive() {
+    if (this.keepaliveTimer !== null) this.timers.clear(this.keepaliveTimer);
+    this.keepaliveTimer = null;
   }
 
   received(bytes) {
@@ -188,6 +209,7 @@ export class RoomSession {
       case 'joined':
         this.joined = true;
         this.attempts = 0;
+        this.armKeepalive();
         this.emit(event);
         if (this.resendOnJoin) {
           this.resendOnJoin = false;
@@ -232,6 +254,7 @@ export class RoomSession {
     this.ended = true;
     if (this.reconnectTimer !== null) this.timers.clear(this.reconnectTimer);
     this.reconnectTimer = null;
+    this.stopKeepalive();
   }
 
   leave() {

@@ -11,7 +11,7 @@ const vectors = vectorLines('session-messages.txt').map((line) => {
   const [name, bytes, ...json] = line.split(' ');
   return { name, bytes, message: revive(JSON.parse(json.join(' '))) };
 });
-const isClient = (m) => ['join', 'batch', 'grantDraw', 'revokeDraw', 'syncAck', 'leave'].includes(m.type);
+const isClient = (m) => ['join', 'batch', 'grantDraw', 'revokeDraw', 'syncAck', 'leave', 'ping'].includes(m.type);
 
 test('every vector encodes to its bytes and decodes to its message', () => {
   assert.ok(vectors.length >= 18);
