@@ -10,7 +10,11 @@ import LegacyAppModel
 /// most 1030 bytes at a time, after a random pause once bytes are waiting (the read pacing of a
 /// busy device), sends every write its model makes, and performs its script in real time.
 /// Apps connect out (client mode: the user typed `IP PORT`) or listen (server mode: one client
-/// at a time; a new connection gets a new whiteboard screen, as the app pushes a new one).
+/// at a time; a new connection gets a new whiteboard screen, as the app pushes a new one). A
+/// server-mode app may listen on an upload port too (the app's 57777): one upload connection at
+/// a time, read the same way, into the app's `HYUploadManager`, whose images the screen of the
+/// board connection shows; a second connection meanwhile is accepted but never read or closed
+/// (the app's accept callback returns without taking it).
 public final class LegacyAppRunner {
     public final class App: CustomStringConvertible {
         public let name: String
@@ -29,6 +33,17 @@ public final class LegacyAppRunner {
         /// The app's own time: the latest event it handled.
         var clock: UInt64 = 0
         public internal(set) var listeningPort: UInt16 = 0
+        /// Server mode with an upload port: the app's one `HYUploadManager`, its listener, the
+        /// upload connection open now, and connections accepted past its one-client limit.
+        public let uploads = HYUploadManager()
+        public internal(set) var uploadPort: UInt16 = 0
+        var uploadListener: Int32 = -1
+        var upload: UploadLink?
+        /// Whether an upload connection is open (the client-mode app's button is disabled meanwhile).
+        public var isUploading: Bool { upload != nil }
+        var parked: [Int32] = []
+        /// Every upload connection's model, oldest first.
+        public internal(set) var uploadConnections: [HYUploadConnection] = []
 
         init(name: String, configuration: HYWhiteboardApp.Configuration) {
             self.name = name
@@ -44,8 +59,31 @@ public final class LegacyAppRunner {
 
         public var isConnected: Bool { fd >= 0 && model.state == .connected }
 
+        /// `viewWillDisappear`: the screen whose board connection went unsets itself as the
+        /// upload manager's delegate and disconnects the upload connection.
+        func screenChanged() {
+            uploads.screen = model.takesImages ? model : nil
+            if let link = upload, model.isScreenUp, !model.takesImages { link.connection.close("the whiteboard screen went") }
+        }
+
         public var description: String {
             "\(name): \(model.state), \(model.screen), desync \(model.desync ?? "none"), touches ignored \(model.touchesIgnored), frames dropped before the screen \(model.framesDropped)"
+                + (model.background.map { ", background \($0.width)x\($0.height) of \($0.bytes.count) bytes" } ?? "")
+        }
+    }
+
+    /// One upload connection of a server-mode app.
+    final class UploadLink {
+        let fd: Int32
+        let connection: HYUploadConnection
+        var readAt: UInt64?
+        var quietSince: UInt64
+        var clock: UInt64 = 0
+        var outgoing: [UInt8] = []
+        init(fd: Int32, connection: HYUploadConnection, now: UInt64) {
+            self.fd = fd
+            self.connection = connection
+            quietSince = now
         }
     }
 
@@ -67,7 +105,17 @@ public final class LegacyAppRunner {
         for app in apps {
             if app.fd >= 0 { Glibc.close(app.fd) }
             if app.listener >= 0 { Glibc.close(app.listener) }
+            closeUploads(app)
         }
+    }
+
+    private func closeUploads(_ app: App) {
+        if let link = app.upload { Glibc.close(link.fd) }
+        app.upload = nil
+        for fd in app.parked { Glibc.close(fd) }
+        app.parked = []
+        if app.uploadListener >= 0 { Glibc.close(app.uploadListener) }
+        app.uploadListener = -1
     }
 
     /// The monotonic clock, as the models' `now`.
@@ -96,13 +144,19 @@ public final class LegacyAppRunner {
         return app
     }
 
-    /// An app in server mode listening on 127.0.0.1:`port` (0: any; see `listeningPort`).
+    /// An app in server mode listening on 127.0.0.1:`port` (0: any; see `listeningPort`), and
+    /// with `uploadPort` on its upload port too (0: any; see `uploadPort`; the app's is 57777).
     @discardableResult
-    public func listen(_ name: String, port: UInt16 = 0, configuration: HYWhiteboardApp.Configuration = .init()) throws -> App {
+    public func listen(_ name: String, port: UInt16 = 0, uploadPort: UInt16? = nil, configuration: HYWhiteboardApp.Configuration = .init()) throws -> App {
         var config = configuration
         config.mode = .server
         let app = App(name: name, configuration: config)
         try openListener(app, port: port)
+        if let uploadPort {
+            let (fd, bound) = try LegacyAppRunner.listenLoopback(port: uploadPort, backlog: 4)
+            app.uploadListener = fd
+            app.uploadPort = bound
+        }
         apps.append(app)
         return app
     }
@@ -111,10 +165,25 @@ public final class LegacyAppRunner {
     /// the same port with a new screen (it is started again).
     public func restart(_ app: App) throws {
         let port = app.listeningPort
+        let uploadPort = app.uploadListener >= 0 ? app.uploadPort : nil
         if app.fd >= 0 { Glibc.close(app.fd); app.fd = -1 }
         if app.listener >= 0 { Glibc.close(app.listener); app.listener = -1 }
         app.model.handlePeerClosed(now: now)
+        app.upload?.connection.close("the app quit")
+        closeUploads(app)
         app.fresh()
+        if let uploadPort {
+            let deadline = now.microseconds + 5_000_000
+            while true {
+                do {
+                    (app.uploadListener, app.uploadPort) = try LegacyAppRunner.listenLoopback(port: uploadPort, backlog: 4)
+                    break
+                } catch {
+                    if now.microseconds > deadline { throw error }
+                    run(limitMicroseconds: 20_000)
+                }
+            }
+        }
         // The closed connection holds the port until the relay closes its side too.
         let deadline = now.microseconds + 5_000_000
         while true {
@@ -128,10 +197,31 @@ public final class LegacyAppRunner {
         }
     }
 
+    /// A client-mode app's user inserts an image (`插入图片`): the app connects to 127.0.0.1:`port`
+    /// (the host's 57777), uploads `image` and shows it itself; false while its last upload
+    /// connection is still open (the button stays disabled until it closes).
+    @discardableResult
+    public func insertImage(_ app: App, image: [UInt8], port: UInt16) throws -> Bool {
+        guard app.upload == nil, app.model.takesImages else { return false }
+        let fd = try LegacyAppRunner.connectLoopback(port: port)
+        let t = now
+        let connection = HYUploadConnection(manager: app.uploads, configuration: app.configuration, now: t)
+        app.uploadConnections.append(connection)
+        let link = UploadLink(fd: fd, connection: connection, now: t.microseconds)
+        app.upload = link
+        app.screenChanged()
+        connection.sendImage(image)
+        while let w = connection.pollWrite() { link.outgoing.append(contentsOf: w) }
+        flushUpload(app)
+        return true
+    }
+
     /// Closes an app's connection (its user leaves the whiteboard).
     public func disconnect(_ app: App) {
         if app.fd >= 0 { Glibc.close(app.fd); app.fd = -1 }
         app.model.handlePeerClosed(now: now)
+        app.screenChanged()
+        closeUploadIfDone(app)
     }
 
     /// Runs until `done` holds or `limitMicroseconds` pass.
@@ -159,41 +249,76 @@ public final class LegacyAppRunner {
                 app.quietSince = t
             }
         }
+        for app in apps where app.upload?.outgoing.isEmpty == false { flushUpload(app) }
+        for app in apps {
+            guard let link = app.upload, link.readAt == nil else { continue }
+            var probe = pollfd(fd: link.fd, events: Int16(POLLIN), revents: 0)
+            if poll(&probe, 1, 0) > 0 { link.readAt = link.quietSince + pause() } else { link.quietSince = t }
+        }
         while let (app, kind, at) = nextEvent(), at <= t {
+            if kind == .uploadRead || kind == .uploadTimer {
+                guard let link = app.upload else { continue }
+                let when = Instant(microseconds: max(at, link.clock, app.clock))
+                link.clock = when.microseconds
+                app.screenChanged()
+                if kind == .uploadRead { readUpload(app, link, now: when) } else { link.connection.handleTimeout(now: when) }
+                while let w = link.connection.pollWrite() { link.outgoing.append(contentsOf: w) }
+                flushUpload(app)
+                continue
+            }
             let when = Instant(microseconds: max(at, app.clock))
             app.clock = when.microseconds
             switch kind {
             case .read: read(app, now: when)
             case .timer: app.model.handleTimeout(now: when)
             case .script: app.script?.perform(on: app.model, now: when)
+            case .uploadRead, .uploadTimer: break
             }
             while let w = app.model.pollWrite() { app.outgoing.append(contentsOf: w) }
             flush(app)
+            app.screenChanged()
+            closeUploadIfDone(app)
         }
         // Sleep until the next deadline or socket event.
         var next = deadline
         if let (_, _, at) = nextEvent() { next = min(next, at) }
         var fds: [pollfd] = []
-        var owners: [(App, Bool)] = []
+        var owners: [(App, PollOwner)] = []
         for app in apps {
             if app.fd >= 0 && app.readAt == nil {
                 fds.append(pollfd(fd: app.fd, events: Int16(POLLIN), revents: 0))
-                owners.append((app, false))
+                owners.append((app, .board))
             }
             if app.listener >= 0 && app.fd < 0 {
                 fds.append(pollfd(fd: app.listener, events: Int16(POLLIN), revents: 0))
-                owners.append((app, true))
+                owners.append((app, .listener))
+            }
+            if app.uploadListener >= 0 {
+                fds.append(pollfd(fd: app.uploadListener, events: Int16(POLLIN), revents: 0))
+                owners.append((app, .uploadListener))
+            }
+            if let link = app.upload, link.readAt == nil {
+                fds.append(pollfd(fd: link.fd, events: Int16(POLLIN), revents: 0))
+                owners.append((app, .upload))
             }
         }
         let current = now.microseconds
-        let wait = next > current ? Int32(min((next - current + 999) / 1000, 50)) : 0
+        // An upload the socket did not take whole is sent on within a millisecond.
+        let sending = apps.contains { $0.upload?.outgoing.isEmpty == false }
+        let wait = next > current ? Int32(min((next - current + 999) / 1000, sending ? 1 : 50)) : 0
         guard poll(&fds, nfds_t(fds.count), wait) > 0 else { return }
-        for (i, (app, isListener)) in owners.enumerated() where fds[i].revents != 0 {
-            if isListener { accept(app) } else { app.readAt = now.microseconds + pause() }
+        for (i, (app, what)) in owners.enumerated() where fds[i].revents != 0 {
+            switch what {
+            case .listener: accept(app)
+            case .board: app.readAt = now.microseconds + pause()
+            case .uploadListener: acceptUpload(app)
+            case .upload: app.upload?.readAt = now.microseconds + pause()
+            }
         }
     }
 
-    private enum EventKind { case read, timer, script }
+    private enum EventKind { case read, timer, script, uploadRead, uploadTimer }
+    private enum PollOwner { case listener, board, uploadListener, upload }
 
     private func nextEvent() -> (App, EventKind, UInt64)? {
         var best: (App, EventKind, UInt64)?
@@ -204,8 +329,63 @@ public final class LegacyAppRunner {
             consider(app, .read, app.readAt)
             consider(app, .timer, app.model.pollTimeout()?.microseconds)
             if app.model.isScreenUp { consider(app, .script, app.script?.nextAt?.microseconds) }
+            if let link = app.upload {
+                consider(app, .uploadRead, link.readAt)
+                consider(app, .uploadTimer, link.connection.pollTimeout()?.microseconds)
+            }
         }
         return best
+    }
+
+    private func readUpload(_ app: App, _ link: UploadLink, now t: Instant) {
+        link.readAt = nil
+        link.quietSince = t.microseconds
+        var buffer = [UInt8](repeating: 0, count: HYReceiver.readBytes)
+        let n = recv(link.fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+        if n > 0 {
+            link.connection.handleRead(Array(buffer[..<n]), now: t)
+            guard link.connection.isOpen else { return }
+            var probe = pollfd(fd: link.fd, events: Int16(POLLIN), revents: 0)
+            if poll(&probe, 1, 0) > 0 { link.readAt = t.microseconds + pause() }
+        } else if n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+            link.connection.handlePeerClosed()
+        }
+    }
+
+    private func flushUpload(_ app: App) {
+        guard let link = app.upload else { return }
+        while link.connection.isOpen && !link.outgoing.isEmpty {
+            let n = link.outgoing.withUnsafeBytes { Glibc.send(link.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+            if n > 0 { link.outgoing.removeFirst(n) } else { break }
+        }
+        closeUploadIfDone(app)
+    }
+
+    /// The app closed its upload connection (`disconnectService`): the socket goes, and the
+    /// server's client list has room for the next one.
+    private func closeUploadIfDone(_ app: App) {
+        guard let link = app.upload, !link.connection.isOpen else { return }
+        Glibc.close(link.fd)
+        app.upload = nil
+    }
+
+    private func acceptUpload(_ app: App) {
+        let fd = Glibc.accept(app.uploadListener, nil, nil)
+        guard fd >= 0 else { return }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        guard app.upload == nil else {
+            // `clientList.count >= clientlimit`: the callback returns, the socket stays open, unread.
+            app.parked.append(fd)
+            return
+        }
+        let t = now
+        let connection = HYUploadConnection(manager: app.uploads, configuration: app.configuration, now: t)
+        app.uploadConnections.append(connection)
+        let link = UploadLink(fd: fd, connection: connection, now: t.microseconds)
+        app.upload = link
+        app.screenChanged()
+        while let w = connection.pollWrite() { link.outgoing.append(contentsOf: w) }
+        flushUpload(app)
     }
 
     private func read(_ app: App, now t: Instant) {
@@ -244,6 +424,8 @@ public final class LegacyAppRunner {
         let fd = Glibc.accept(app.listener, nil, nil)
         guard fd >= 0 else { return }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        app.screenChanged()
+        closeUploadIfDone(app)
         if app.model.state != .notConnected { app.fresh() }
         app.fd = fd
         app.outgoing = []
@@ -257,6 +439,13 @@ public final class LegacyAppRunner {
     }
 
     private func openListener(_ app: App, port: UInt16) throws {
+        let (fd, bound) = try LegacyAppRunner.listenLoopback(port: port, backlog: 1)
+        app.listener = fd
+        app.listeningPort = bound
+    }
+
+    /// A listening TCP socket on 127.0.0.1:`port` (0: any) and its port.
+    static func listenLoopback(port: UInt16, backlog: Int32) throws -> (Int32, UInt16) {
         // Close-on-exec: a daemon the test starts must not inherit the app's port.
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SocketError(description: "socket failed") }
@@ -270,7 +459,7 @@ public final class LegacyAppRunner {
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         // One client: the app's server accepts one at a time (`clientLimit: 1`).
-        guard bound == 0, Glibc.listen(fd, 1) == 0 else {
+        guard bound == 0, Glibc.listen(fd, backlog) == 0 else {
             Glibc.close(fd)
             throw SocketError(description: "listen on 127.0.0.1:\(port): \(String(cString: strerror(errno)))")
         }
@@ -278,8 +467,7 @@ public final class LegacyAppRunner {
         withUnsafeMutablePointer(to: &address) { p in
             _ = p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        app.listener = fd
-        app.listeningPort = UInt16(bigEndian: address.sin_port)
+        return (fd, UInt16(bigEndian: address.sin_port))
     }
 
     /// A TCP connection to 127.0.0.1:`port` (from the IPv4 address `source`, if given), or

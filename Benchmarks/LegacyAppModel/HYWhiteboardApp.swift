@@ -90,6 +90,21 @@ public final class HYWhiteboardApp {
     }
 
     public var screen: LegacyAppScreen { vc.screen }
+    /// `_imageView.image`: what the screen shows under its lines (nil: the white view). Only
+    /// `onNewImage:` sets it, from the upload manager (`HYUploadServer.swift`), in server mode.
+    public private(set) var background: HYImage?
+    /// `onNewImage:` calls.
+    public private(set) var imagesShown = 0
+
+    /// `onNewImage:` (the scroll view's zoom is reset; the image view takes the image).
+    func showImage(_ image: HYImage?) {
+        background = image
+        imagesShown += 1
+    }
+
+    /// Whether this screen is the upload manager's delegate: from `viewDidLoad` (the screen is
+    /// up) to `viewWillDisappear` (its board connection went, the screen is popped).
+    public var takesImages: Bool { isScreenUp && state == .connected }
     /// Whether local touches are ignored now (a received line is open).
     public var isLocked: Bool { !vc.drawable }
     public var isRunning: Bool { state == .connected || state == .notConnected }

@@ -69,6 +69,8 @@ public struct LegacyBinding: Sendable, Equatable {
 
     /// Most networks one listener takes (a school's few subnets; each accept checks them all).
     public static let maxNetworks = 64
+    /// The app's fixed image upload port (`kSocketUploadPort`).
+    public static let appUploadPort: UInt16 = 57777
 }
 
 /// One `--legacy-upload HOST:PORT[=ROOM][@CIDR,...]` listener.
@@ -86,6 +88,9 @@ public struct DaemonConfig: Sendable, Equatable {
     public var legacy: [LegacyBinding] = []
     /// `--legacy-connect`: apps in server mode inkwired connects to (and again, with backoff).
     public var legacyConnect: [LegacyBinding] = []
+    /// `--legacy-connect-upload`: the port on each such app's host where its background is
+    /// pushed (the app's upload listener); nil: never.
+    public var legacyConnectUploadPort: UInt16? = LegacyBinding.appUploadPort
     /// `--legacy-upload HOST:PORT[=ROOM][@CIDR,...]`: the app's image upload listeners.
     public var legacyUpload: [LegacyUploadBinding] = []
     public var dataDir = ConfigFlag.defaultDataDir
@@ -270,6 +275,14 @@ extension DaemonConfig {
         if let list = values["legacy-connect"] {
             config.legacyConnect = []
             for text in list { config.legacyConnect.append(try legacyBinding(text, flag: "legacy-connect")) }
+        }
+        if let text = one("legacy-connect-upload") {
+            if text == "off" {
+                config.legacyConnectUploadPort = nil
+            } else {
+                guard let port = UInt16(text), port > 0 else { throw ConfigError("--legacy-connect-upload '\(text)': expected a port 1-65535 or off") }
+                config.legacyConnectUploadPort = port
+            }
         }
         if let dir = one("data-dir") {
             guard !dir.isEmpty else { throw ConfigError("--data-dir must not be empty") }

@@ -43,6 +43,7 @@ public struct ConfigFlag: Sendable {
         ConfigFlag("tcp", "HOST:PORT", "native TCP listener (length-prefixed frames); 'off' disables (default \(defaultTCP))", repeatable: true),
         ConfigFlag("legacy", "HOST:PORT=ROOM[@CIDRS]", "HYWhiteboard listener whose devices join ROOM (apps in client mode type this host's IP and PORT); with @CIDR,CIDR... only devices from those networks (IPv4, IPv6), others refused at accept (default none; legacy apps cannot encrypt)", repeatable: true),
         ConfigFlag("legacy-connect", "HOST:PORT=ROOM", "connect to a HYWhiteboard app in server mode at HOST:PORT (the IP and port it shows), into ROOM; again with backoff when it goes (default none)", repeatable: true),
+        ConfigFlag("legacy-connect-upload", "PORT", "port of a --legacy-connect app's image upload listener, where inkwired shows it the background of the page it shows; 'off' never (default \(LegacyBinding.appUploadPort), the app's)"),
         ConfigFlag("legacy-upload", "HOST:PORT[=ROOM][@CIDRS]", "HYWhiteboard image upload listener (the app's fixed port 57777): a JPEG an app uploads becomes the background of ROOM's current page; without =ROOM, of the room the app's board connection is in (default none)", repeatable: true),
         ConfigFlag("data-dir", "DIR", "room history directory, SQLite (default \(defaultDataDir))"),
         ConfigFlag("durability", "MODE", "always | batch | off: when a batch counts as durable (default batch)"),

@@ -176,7 +176,8 @@ public final class Daemon {
         bridge?.start()
         do {
             for binding in config.legacyConnect {
-                legacyConnectors.append(try LegacyConnector(target: binding.address, room: binding.room, context: legacyContext))
+                legacyConnectors.append(try LegacyConnector(target: binding.address, room: binding.room, uploadPort: config.legacyConnectUploadPort,
+                                                            context: legacyContext))
             }
         } catch {
             throw ConfigError("legacy connector: \(error)")

@@ -4,11 +4,14 @@ import InkUV
 /// client at a time), and inkwired connects to it as that client; whenever the connection
 /// fails or ends (the app is not up yet, left its whiteboard, restarted) it connects again after
 /// a delay that doubles up to `maxDelayMs`, and starts over once a connection held `stableMs`.
+/// With an upload port (`--legacy-connect-upload`, the app's 57777) the connected app's screen
+/// is also shown the background of the page it shows (`LegacyBackgroundPusher`).
 final class LegacyConnector {
     let target: SocketAddress
     let room: String
     private let context: LegacyContext
     private let peers = LegacyPeers()
+    private let backgrounds: LegacyBackgroundPusher?
     private var attempt: TCPConnection?
     private var timer: LoopTimer?
     private var delayMs = LegacyConnector.firstDelayMs
@@ -20,11 +23,12 @@ final class LegacyConnector {
     static let maxDelayMs: UInt64 = 30_000
     static let stableMs: UInt64 = 30_000
 
-    init(target: SocketAddress, room: String, context: LegacyContext) throws(UVError) {
+    init(target: SocketAddress, room: String, uploadPort: UInt16?, context: LegacyContext) throws(UVError) {
         self.target = target
         self.room = room
         self.context = context
         timer = try LoopTimer(loop: context.loop)
+        backgrounds = try uploadPort.map { port throws(UVError) in try LegacyBackgroundPusher(target: target.withPort(port), room: room, context: context) }
     }
 
     var peerCount: Int { peers.count }
@@ -53,7 +57,16 @@ final class LegacyConnector {
             connectedAt = context.loop.now
             failures = 0
             context.logger.info("legacy app connected", ["address": target, "room": room])
-            peers.start(connection, room: room, context: context) { [weak self] in self?.peerClosed() }
+            let backgrounds = self.backgrounds
+            // The session's own screen wait: nothing reaches the app's screen before it is up.
+            let readyAt = context.loop.now + context.sessionConfiguration.screenWait.microseconds
+            peers.start(connection, room: room, context: context, configure: { peer in
+                peer.onShownBackground = { backgrounds?.backgroundChanged($0) }
+            }, closed: { [weak self] in
+                backgrounds?.boardClosed()
+                self?.peerClosed()
+            })
+            if peers.count > 0 { backgrounds?.boardConnected(screenReadyAt: readyAt) }
         case .failure(let error):
             failed(error)
         }
@@ -85,6 +98,7 @@ final class LegacyConnector {
     /// Stops connecting; the connected app stays until `closePeers`.
     func stopConnecting() {
         stopped = true
+        backgrounds?.stop()
         attempt?.close()
         attempt = nil
         timer?.close()

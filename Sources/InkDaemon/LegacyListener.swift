@@ -76,13 +76,15 @@ final class LegacyPeers {
         peers.values.contains { $0.connection.remoteAddress.map { $0.unmappedIPv4.withPort(0) == host } ?? false }
     }
 
-    /// Starts a peer on `connection`; `closed` runs when it goes.
-    func start(_ connection: TCPConnection, room: String, context: LegacyContext, closed: @escaping () -> Void = {}) {
+    /// Starts a peer on `connection` (`configure` sees it first); `closed` runs when it goes.
+    func start(_ connection: TCPConnection, room: String, context: LegacyContext, configure: (LegacyPeer) -> Void = { _ in },
+               closed: @escaping () -> Void = {}) {
         let peer = LegacyPeer(connection: connection, room: room, number: context.nextPeerNumber(), context: context) { [weak self] peer in
             self?.peers[ObjectIdentifier(peer)] = nil
             closed()
         }
         peers[ObjectIdentifier(peer)] = peer
+        configure(peer)
         peer.start()
     }
 

@@ -27,6 +27,10 @@ final class LegacyPeer: RelaySessionTransport {
     private var retryAt: UInt64?
     private var retryDelay: UInt64 = LegacyPeer.firstRetryMicroseconds
     private var reported = LegacySessionStats()
+    /// Told the background of the page the app shows whenever it changes (a server-mode app's
+    /// screen gets it through `LegacyBackgroundPusher`).
+    var onShownBackground: ((BackgroundImage?) -> Void)?
+    private var reportedBackground: BackgroundImage??
 
     /// Unacknowledged bytes kept in the kernel at most (six chunks): the send buffer always has
     /// room for a whole chunk, and what the app has not yet read stays small.
@@ -98,6 +102,15 @@ final class LegacyPeer: RelaySessionTransport {
             session.handleRoomBatch(author: author, commands: commands, own: own, now: now)
         }
         pump()
+        reportBackground()
+    }
+
+    private func reportBackground() {
+        guard !closed, let onShownBackground else { return }
+        let background = session.shownBackground
+        guard reportedBackground != .some(background) else { return }
+        reportedBackground = .some(background)
+        onShownBackground(background)
     }
 
     var linkStatus: LinkStatus { LinkStatus(address: connection.remoteAddress, tcp: connection.info) }

@@ -58,6 +58,7 @@ extension Daemon {
         if old.tcp != new.tcp { changed.append("tcp") }
         if old.legacy != new.legacy { changed.append("legacy") }
         if old.legacyConnect != new.legacyConnect { changed.append("legacy-connect") }
+        if old.legacyConnectUploadPort != new.legacyConnectUploadPort { changed.append("legacy-connect-upload") }
         if old.dataDir != new.dataDir { changed.append("data-dir") }
         if old.durability != new.durability { changed.append("durability") }
         if old.retain != new.retain { changed.append("retain") }

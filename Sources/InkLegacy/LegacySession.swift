@@ -197,6 +197,10 @@ public final class LegacySession {
     var shownPage: PageID { board.presentedPage ?? .first }
     var screenReadyAt: Instant { openedAt + configuration.screenWait }
 
+    /// The background of the page the app shows (its board connection cannot carry it: an app
+    /// in server mode gets it on its upload port, `LegacyImagePush`).
+    public var shownBackground: BackgroundImage? { board.backgrounds[shownPage] }
+
     // MARK: polls
 
     public func pollEvent() -> LegacySessionEvent? {

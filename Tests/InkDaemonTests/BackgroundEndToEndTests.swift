@@ -44,10 +44,10 @@ import Testing
         return out
     }
 
-    static func watch(_ tcp: String, dir: String, name: String) throws -> ClientProcess {
+    static func watch(_ tcp: String, dir: String, name: String, room: String = "maths") throws -> ClientProcess {
         let images = dir + "/" + name
         mkdir(images, 0o700)
-        return try ClientProcess.run(["watch", "--server", tcp, "--room", "maths", "--user", name, "--format", "json", "--idle-exit", "2",
+        return try ClientProcess.run(["watch", "--server", tcp, "--room", room, "--user", name, "--format", "json", "--idle-exit", "2",
                                       "--backgrounds-dir", images], directory: dir)
     }
 

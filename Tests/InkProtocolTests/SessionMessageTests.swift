@@ -59,7 +59,17 @@ private let vectorMessages: [(String, Either)] = [
     ("ping", .client(.ping)),
     ("join-refused-quota", .server(.joinRefused(.quotaExceeded, text: "quota"))),
     ("going-away-evicted", .server(.goingAway(.evicted, text: "idle"))),
+    ("blob-put", .client(.blobPut(hash: vectorHash, size: 5, offset: 2, data: [10, 11, 12]))),
+    ("blob-request", .client(.blobRequest(hash: vectorHash, firstChunk: 3))),
+    ("blob-ack", .client(.blobAck(hash: vectorHash, chunk: 130))),
+    ("blob-chunk", .server(.blobChunk(hash: vectorHash, size: 40000, index: 1, count: 3, data: [0xFF, 0]))),
+    ("blob-stored", .server(.blobStored(hash: vectorHash, width: 1600, height: 1200))),
+    ("blob-missing", .server(.blobMissing(hash: vectorHash))),
+    ("error-unknown-blob", .server(.error(.unknownBlob, originSeq: 2, text: "upload it"))),
 ]
+
+/// The blob vectors' hash: bytes 0 to 31.
+private let vectorHash = BlobHash((0..<32).map { UInt8($0) })!
 
 private func encoded(_ m: Either) -> [UInt8] {
     switch m {

@@ -4,7 +4,8 @@
 // only inside the join message.
 import { RoomSession, sealingUnavailableReason } from '../lib/session.mjs';
 import { decodePublicKey, encodePublicKey } from '../lib/sealed.mjs';
-import { COLORS, drawStrokes } from '../lib/render.mjs';
+import { COLORS, drawBackground, drawStrokes } from '../lib/render.mjs';
+import { hashHex } from '../lib/blobs.mjs';
 
 const $ = (id) => document.getElementById(id);
 const roomName = decodeURIComponent(location.pathname.slice('/room/'.length));
@@ -183,6 +184,12 @@ function onEvent(e) {
         arrivals.push([e.roomSeq, performance.timeOrigin + performance.now()]);
         if (arrivals.length > 20000) arrivals.splice(0, 10000);
       }
+      break;
+    case 'blob':
+      decodeImage(e.hex, e.bytes);
+      break;
+    case 'blobFailed':
+      images.set(e.hex, { state: 'failed', bitmap: null, reason: e.reason });
       break;
     case 'synced':
       if (timing.syncedAt === null) timing.syncedAt = performance.now();
@@ -394,6 +401,54 @@ function pendingPages() {
   return [...session.follower.unfoldedOwnBatches().flat(), ...session.deferred.flat(), ...state.queue].filter((c) => c.type === 'addPage').map((c) => c.page);
 }
 
+// ---- backgrounds ----
+
+/// Background images by hex hash: 'decoding', 'ready' (with its bitmap) or 'failed' (reason).
+/// The bytes come from the session once their SHA-256 matched the name the board gave them.
+const images = new Map();
+
+function decodeImage(hex, bytes) {
+  if (images.get(hex)?.state === 'ready' || images.get(hex)?.state === 'decoding') return;
+  images.set(hex, { state: 'decoding', bitmap: null });
+  createImageBitmap(new Blob([bytes])).then((bitmap) => {
+    images.set(hex, { state: 'ready', bitmap });
+    state.dirty = true;
+  }, (e) => {
+    images.set(hex, { state: 'failed', bitmap: null, reason: `the image does not decode: ${e}` });
+    state.dirty = true;
+  });
+}
+
+/// What the background canvas shows: {page, hex, state} (for tests), and what it was drawn for.
+const backgroundShown = { page: 0, hex: null, state: 'none' };
+let backgroundDrawn = '';
+
+function renderBackground(page, cssWidth, cssHeight, dpr) {
+  const layer = $('background');
+  const image = board().backgrounds.get(page) ?? null;
+  const hex = image ? hashHex(image.hash) : null;
+  // An image fetched before (a page shown again): decode it from the session's copy.
+  if (hex && !images.has(hex)) {
+    const bytes = session.follower.blobs.blob(hex);
+    if (bytes) decodeImage(hex, bytes);
+  }
+  const entry = hex ? images.get(hex) : null;
+  const ready = entry?.state === 'ready' ? entry.bitmap : null;
+  backgroundShown.page = page;
+  backgroundShown.hex = hex;
+  backgroundShown.state = hex ? (ready ? 'shown' : (entry?.state ?? 'fetching')) : 'none';
+  const key = `${page}|${hex}|${ready ? 1 : 0}|${image ? `${image.width}x${image.height}/${image.fit}` : ''}|${cssWidth}x${cssHeight}x${dpr}`;
+  if (key === backgroundDrawn) return;
+  backgroundDrawn = key;
+  layer.style.width = `${cssWidth}px`;
+  layer.style.height = `${cssHeight}px`;
+  layer.width = Math.round(cssWidth * dpr);
+  layer.height = Math.round(cssHeight * dpr);
+  const ctx = layer.getContext('2d');
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  drawBackground(ctx, ready, image ?? { width: 1, height: 1, fit: 1 }, cssWidth, cssHeight);
+}
+
 // ---- drawing ----
 
 /// What the page shows of `page`: the board's strokes, with this user's own commands that
@@ -493,6 +548,7 @@ function render() {
     drawStrokes(ctx, changed, cssWidth, cssHeight, from);
   }
   drawn = list.map((s) => ({ key: s.key, count: s.xs.length, color: s.color }));
+  renderBackground(state.viewPage, cssWidth, cssHeight, dpr);
   const unacked = session.unacknowledgedCount + state.queue.length;
   if (!$('status-line').textContent.startsWith('You may not') && !$('status-line').textContent.includes('digest')) {
     $('status-line').textContent = `page ${state.viewPage + 1} of ${b.pages.length}, ${b.strokeCount} strokes, room log at ${session.follower.appliedThrough}`
@@ -547,6 +603,9 @@ window.inkwireBoard = {
   sentAt,
   arrivals,
   timing,
+  /// The background of the page shown: {page, hex (its SHA-256), state: none | fetching | decoding | shown | failed}.
+  background: backgroundShown,
+  images,
   /// Sends commands as this page's own batch, bypassing the page's own checks (a viewer's
   /// attempt, which the daemon must refuse).
   sendRaw(commands) { return session.send(commands); },

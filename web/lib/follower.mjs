@@ -2,11 +2,14 @@
 // native devices (Sources/InkProtocol/SessionMessageFollower.swift): folds every batch into the
 // board in room order (its own batches at the roomSeq their acknowledgements name), keeps both
 // directions' codec states, numbers its own batches and keeps them until they are durable,
-// acknowledges sync chunks, and says what to ask for when it joins again.
+// acknowledges sync chunks, and says what to ask for when it joins again. It fetches the
+// background images the board names (blobs.mjs) once the strokes are in: a {type:
+// 'blobArrived'} event's bytes must be checked (checkBlob) and given to blobChecked().
 //
 // Call order: join() -> send; handle(message) for every daemon message in order, sending each
 // {type: 'reply'} event's message; submit(commands) -> send. After a reconnect: join() again,
 // then send resend() once the 'joined' event arrives.
+import { BlobFetcher } from './blobs.mjs';
 import { Board } from './board.mjs';
 import { CodecState, decodeBatch, encodeBatch } from './codec.mjs';
 import { MAX_BATCH_PAYLOAD_BYTES } from './messages.mjs';
@@ -33,6 +36,7 @@ export class RoomFollower {
     this.held = new Map();
     this.sync = null;
     this.verify = null;
+    this.blobs = new BlobFetcher();
   }
 
   get pendingCount() { return this.pending.length; }
@@ -51,6 +55,7 @@ export class RoomFollower {
     this.inbound = new CodecState();
     this.outbound = new CodecState();
     this.held = new Map();
+    this.blobs.sessionStarted();
     return { type: 'join', room, user, role, token: token ?? new Uint8Array(0), origin: this.origin, have: this.have };
   }
 
@@ -86,6 +91,7 @@ export class RoomFollower {
         this.syncing = m.syncFollows;
         if (!m.syncFollows && this.appliedThrough === 0) this.appliedThrough = m.roomHead;
         events.push({ type: 'joined', member: m.member, role: m.role, roomHead: m.roomHead, syncFollows: m.syncFollows });
+        if (!m.syncFollows) this.requestBlobs(events);
         break;
       case 'joinRefused':
         events.push({ type: 'refused', reason: m.reason, text: m.text });
@@ -143,6 +149,7 @@ export class RoomFollower {
           const b = { author: item.author, commands: batch.commands };
           if (s.mode === 'snapshot') {
             this.board.applyBatch(b.author, b.commands);
+            this.wantBlobs(b.commands);
             events.push({ type: 'applied', roomSeq: 0, batch: b, own: false, fromSync: true });
           } else {
             this.arrive(item.roomSeq, b, events, true);
@@ -162,10 +169,20 @@ export class RoomFollower {
         // acknowledgement may keep the board below it for a moment: checked when reached.
         this.verify = { roomSeq: m.roomSeq, digest: m.digest };
         this.drain(events);
+        this.requestBlobs(events); // the strokes are in: now the backgrounds
         break;
       }
       case 'goingAway':
         events.push({ type: 'goingAway', reason: m.reason, text: m.text });
+        break;
+      case 'blobChunk':
+        this.blobs.handleChunk(m, events);
+        break;
+      case 'blobMissing':
+        this.blobs.handleMissing(m.hash, events);
+        break;
+      case 'blobStored':
+        events.push({ type: 'blobStored', hash: m.hash, width: m.width, height: m.height });
         break;
       default:
         break;
@@ -212,6 +229,28 @@ export class RoomFollower {
       this.board.applyBatch(b.author, b.commands);
       events.push({ type: 'applied', roomSeq: next, batch: b, own, fromSync: b.fromSync ?? false });
       this.appliedThrough = next;
+      if (this.wantBlobs(b.commands) && !this.syncing) this.requestBlobs(events);
     }
+  }
+
+  /// The images a batch names; true when it named any.
+  wantBlobs(commands) {
+    let named = false;
+    for (const c of commands) {
+      if (c.type === 'background' && c.image) {
+        this.blobs.want(c.image.hash);
+        named = true;
+      }
+    }
+    return named;
+  }
+
+  requestBlobs(events) {
+    for (const r of this.blobs.requests()) events.push({ type: 'reply', message: r });
+  }
+
+  /// The check of a 'blobArrived' event's bytes: its events ('blob', or 'blobFailed' and replies).
+  blobChecked(arrived, ok) {
+    return this.blobs.checked(arrived.hex, arrived.hash, arrived.bytes, ok);
   }
 }

@@ -14,17 +14,23 @@ export const MAX_NAME_BYTES = 64;
 export const MAX_TOKEN_BYTES = 1024;
 export const MAX_TEXT_BYTES = 512;
 export const MAX_SYNC_ITEMS = 4096;
+/// Blob sync (protocol.md 6a): data of one blobPut or blobChunk; size of one blob.
+export const MAX_BLOB_PART_BYTES = 64 * 1024;
+export const MAX_BLOB_BYTES = 64 * 1024 * 1024;
+export const BLOB_HASH_BYTES = 32;
 
 export const ROLES = { teacher: 1, presenter: 2, viewer: 3 };
 export const roleName = (n) => ({ 1: 'teacher', 2: 'presenter', 3: 'viewer' })[n];
 
 /// Wire numbers (protocol.md 5a); unknown numbers decode as 0 (other).
 export const JOIN_REFUSAL = ['other', 'badToken', 'expiredToken', 'tokenMismatch', 'roleNotAllowed', 'roomFull', 'tooManyRooms', 'invalidName', 'alreadyJoined', 'shuttingDown', 'unsupportedVersion', 'quotaExceeded'];
-export const ERROR_CODE = ['other', 'permissionDenied', 'notTeacher', 'malformedMessage', 'malformedBatch', 'batchTooLarge', 'notJoined', 'unknownMember', 'invalidOriginSeq', 'historyFull', 'storageUnavailable', 'originSeqGap', 'originSeqReused'];
+export const ERROR_CODE = ['other', 'permissionDenied', 'notTeacher', 'malformedMessage', 'malformedBatch', 'batchTooLarge', 'notJoined', 'unknownMember', 'invalidOriginSeq', 'historyFull', 'storageUnavailable', 'originSeqGap', 'originSeqReused', 'blobRefused', 'unknownBlob'];
 export const GOING_AWAY = ['other', 'shuttingDown', 'left', 'replaced', 'idle', 'tooManyErrors', 'tokenExpired', 'tokenRevoked', 'evicted'];
 
-const CLIENT_KINDS = { join: 1, batch: 2, grantDraw: 3, revokeDraw: 4, syncAck: 5, leave: 6, ping: 10 };
-const SERVER_KINDS = { joinAccepted: 32, joinRefused: 33, roomBatch: 34, batchAck: 35, error: 36, member: 37, syncBegin: 38, syncChunk: 39, syncDone: 40, goingAway: 41 };
+const CLIENT_KINDS = { join: 1, batch: 2, grantDraw: 3, revokeDraw: 4, syncAck: 5, leave: 6, blobPut: 7, blobRequest: 8, blobAck: 9, ping: 10 };
+const SERVER_KINDS = { joinAccepted: 32, joinRefused: 33, roomBatch: 34, batchAck: 35, error: 36, member: 37, syncBegin: 38, syncChunk: 39, syncDone: 40, goingAway: 41, blobChunk: 42, blobStored: 43, blobMissing: 44 };
+const LAST_CLIENT_KIND = 10;
+const LAST_SERVER_KIND = 44;
 const kindName = (table, kind) => Object.keys(table).find((k) => table[k] === kind);
 
 export class MessageError extends Error {
@@ -130,6 +136,12 @@ class Reader {
     this.i += n;
     return out;
   }
+  hash() {
+    if (this.end - this.i < BLOB_HASH_BYTES) fail('truncated');
+    const out = this.b.slice(this.i, this.i + BLOB_HASH_BYTES);
+    this.i += BLOB_HASH_BYTES;
+    return out;
+  }
   string(max, field) {
     const raw = this.lengthPrefixed(max, field);
     try {
@@ -138,6 +150,11 @@ class Reader {
       return fail('invalidUTF8', field);
     }
   }
+}
+
+function hashBytes(h) {
+  if (!(h instanceof Uint8Array) || h.length !== BLOB_HASH_BYTES) throw new TypeError('a blob hash is 32 bytes');
+  return h;
 }
 
 function frame(kind, body) {
@@ -179,8 +196,9 @@ const role = (raw) => roleName(raw) ?? fail('invalidValue', 'role');
 /// Encodes a device's message: {type: 'join', room, user, role, token (Uint8Array), origin, have}
 /// with have {type: 'nothing'} | {type: 'upTo', roomSeq, digest} | {type: 'partialSnapshot',
 /// snapshotRoomSeq, lastChunk}; {type: 'batch', originSeq, payload}; {type: 'grantDraw' |
-/// 'revokeDraw', user}; {type: 'syncAck', syncID, chunk}; {type: 'leave'}; {type: 'ping'} (the
-/// keepalive of a device with nothing else to send).
+/// 'revokeDraw', user}; {type: 'syncAck', syncID, chunk}; {type: 'leave'}; {type: 'blobPut', hash
+/// (Uint8Array(32)), size, offset, data}; {type: 'blobRequest', hash, firstChunk}; {type:
+/// 'blobAck', hash, chunk}; {type: 'ping'} (the keepalive of a device with nothing else to send).
 export function encodeClient(m) {
   const w = new Writer();
   switch (m.type) {
@@ -218,6 +236,20 @@ export function encodeClient(m) {
     case 'leave':
     case 'ping':
       break;
+    case 'blobPut':
+      w.raw(hashBytes(m.hash));
+      w.varint(m.size);
+      w.varint(m.offset);
+      w.lengthPrefixed(m.data);
+      break;
+    case 'blobRequest':
+      w.raw(hashBytes(m.hash));
+      w.varint(m.firstChunk);
+      break;
+    case 'blobAck':
+      w.raw(hashBytes(m.hash));
+      w.varint(m.chunk);
+      break;
     default:
       throw new TypeError(`not a device message: ${m.type}`);
   }
@@ -246,9 +278,19 @@ export function decodeClient(bytes) {
     case 4: return { type: 'revokeDraw', user: r.string(MAX_NAME_BYTES, 'user') };
     case 5: return { type: 'syncAck', syncID: r.varint32('syncID'), chunk: r.varint32('chunk') };
     case 6: return { type: 'leave' };
+    case 7: {
+      const hash = r.hash();
+      const size = r.varint32('size');
+      const offset = r.varint32('offset');
+      const data = r.lengthPrefixed(MAX_BLOB_PART_BYTES, 'data');
+      if (size < 1 || size > MAX_BLOB_BYTES || offset + data.length > size) fail('invalidValue', 'offset');
+      return { type: 'blobPut', hash, size, offset, data };
+    }
+    case 8: return { type: 'blobRequest', hash: r.hash(), firstChunk: r.varint32('firstChunk') };
+    case 9: return { type: 'blobAck', hash: r.hash(), chunk: r.varint32('chunk') };
     case 10: return { type: 'ping' };
     default:
-      if (kind >= 32 && kind <= 41) fail('wrongDirection', String(kind));
+      if (kind >= 32 && kind <= LAST_SERVER_KIND) fail('wrongDirection', String(kind));
       return { type: 'unknown', kind };
   }
 }
@@ -312,6 +354,21 @@ export function encodeServer(m) {
       w.varint(m.syncID);
       w.varint(m.roomSeq);
       w.u64hex(m.digest);
+      break;
+    case 'blobChunk':
+      w.raw(hashBytes(m.hash));
+      w.varint(m.size);
+      w.varint(m.index);
+      w.varint(m.count);
+      w.lengthPrefixed(m.data);
+      break;
+    case 'blobStored':
+      w.raw(hashBytes(m.hash));
+      w.varint(m.width);
+      w.varint(m.height);
+      break;
+    case 'blobMissing':
+      w.raw(hashBytes(m.hash));
       break;
     default:
       throw new TypeError(`not a daemon message: ${m.type}`);
@@ -378,8 +435,19 @@ export function decodeServer(bytes) {
       const reason = named(GOING_AWAY, r.varint16('reason'));
       return { type: 'goingAway', reason, text: r.string(MAX_TEXT_BYTES, 'text') };
     }
+    case 42: {
+      const hash = r.hash();
+      const size = r.varint32('size');
+      const index = r.varint32('index');
+      const count = r.varint32('count');
+      const data = r.lengthPrefixed(MAX_BLOB_PART_BYTES, 'data');
+      if (size < 1 || size > MAX_BLOB_BYTES || count < 1 || index >= count) fail('invalidValue', 'index');
+      return { type: 'blobChunk', hash, size, index, count, data };
+    }
+    case 43: return { type: 'blobStored', hash: r.hash(), width: r.varint32('width'), height: r.varint32('height') };
+    case 44: return { type: 'blobMissing', hash: r.hash() };
     default:
-      if (kind >= 1 && kind <= 6) fail('wrongDirection', String(kind));
+      if (kind >= 1 && kind <= LAST_CLIENT_KIND) fail('wrongDirection', String(kind));
       return { type: 'unknown', kind };
   }
 }

@@ -7,7 +7,9 @@
 // not what comes after. Width w (1..3) is w % of the view's width. Colour 5 is the eraser's
 // (clear) colour: a pen stroke in it draws nothing.
 // The same rules make the canvas (drawStrokes) and SVG (svgDocument; `inkwire export --format
-// svg` writes the same document) pictures.
+// svg` writes the same document) pictures. A page's background image goes under the strokes
+// (drawBackground on a canvas of its own: the eraser clears ink, never the background), placed
+// as BackgroundImage.placement places it (backgroundPlacement).
 
 /// The app's pen colours (HYColorPanel), index = pen colour 0..4.
 export const COLORS = ['#326ed9', '#306c00', '#66d552', '#ff1ecf', '#4ea1b7'];
@@ -73,6 +75,37 @@ export function drawStrokes(ctx, strokes, width, height, from) {
   ctx.globalCompositeOperation = 'source-over';
 }
 
+export const FIT = { contain: 1, cover: 2, stretch: 3 };
+
+/// Where a background image {width, height, fit} goes in a view of `viewWidth` x `viewHeight`:
+/// contain (the whole image, centred), cover (the view filled, centred, the excess cut off) or
+/// stretch. The same numbers as the Swift `BackgroundImage.placement` (Vectors/background-placements.txt).
+export function backgroundPlacement(image, viewWidth, viewHeight) {
+  if (image.fit === FIT.stretch) return { x: 0, y: 0, width: viewWidth, height: viewHeight };
+  const sx = viewWidth / image.width;
+  const sy = viewHeight / image.height;
+  const s = image.fit === FIT.contain ? Math.min(sx, sy) : Math.max(sx, sy);
+  const width = image.width * s;
+  const height = image.height * s;
+  return { x: (viewWidth - width) / 2, y: (viewHeight - height) / 2, width, height };
+}
+
+/// Draws a page's background (a decoded image: an ImageBitmap or an <img>) on a canvas context
+/// of `width` x `height` pixels, white around it, the excess of a cover cut at the view's edge.
+export function drawBackground(ctx, bitmap, image, width, height) {
+  ctx.globalCompositeOperation = 'source-over';
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, width, height);
+  if (!bitmap) return;
+  const p = backgroundPlacement(image, width, height);
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(0, 0, width, height);
+  ctx.clip();
+  ctx.drawImage(bitmap, p.x, p.y, p.width, p.height);
+  ctx.restore();
+}
+
 const num = (v) => {
   const r = Math.round(v * 100) / 100;
   return Object.is(r, -0) ? '0' : String(r);
@@ -88,10 +121,12 @@ export function svgPathData(s, width, height) {
   return d;
 }
 
-/// An SVG document of the visible strokes of a page, drawn in order on a white background.
-/// Each eraser stroke masks everything drawn before it (a mask that is white but for the
-/// eraser's path), so it clears what is below and later strokes draw over it.
-export function svgDocument(strokes, { width = 1024, height = 768, title = '' } = {}) {
+/// An SVG document of the visible strokes of a page, drawn in order on a white background, over
+/// the page's background image when one is given ({image, href}: href its address or a data:
+/// URI). Each eraser stroke masks everything drawn before it (a mask that is white but for the
+/// eraser's path), so it clears what is below and later strokes draw over it; the background is
+/// outside the masks.
+export function svgDocument(strokes, { width = 1024, height = 768, title = '', background = null } = {}) {
   const visible = strokes.filter((s) => s.visible !== false && (isEraser(s) || inks(s)));
   const defs = [];
   let body = '';
@@ -110,8 +145,14 @@ export function svgDocument(strokes, { width = 1024, height = 768, title = '' } 
     }
   }
   const escaped = title.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  let under = '';
+  if (background) {
+    const p = backgroundPlacement(background.image, width, height);
+    const href = background.href.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+    under = `<svg x="0" y="0" width="${width}" height="${height}"><image x="${num(p.x)}" y="${num(p.y)}" width="${num(p.width)}" height="${num(p.height)}" preserveAspectRatio="none" href="${href}"/></svg>`;
+  }
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">`
     + (escaped ? `<title>${escaped}</title>` : '')
     + (defs.length ? `<defs>${defs.join('')}</defs>` : '')
-    + `<rect width="${width}" height="${height}" fill="#fff"/>${body}</svg>\n`;
+    + `<rect width="${width}" height="${height}" fill="#fff"/>${under}${body}</svg>\n`;
 }

@@ -10,6 +10,7 @@
 // (a message that does not open) is closed and joined again; a daemon that cannot prove the
 // pinned key ends the session, visibly. Without `sealed` the socket carries session messages as
 // they are (a protocol 1 daemon). `sealing` says which, so the page can show it.
+import { checkBlob } from './blobs.mjs';
 import { RoomFollower } from './follower.mjs';
 import { decodeServer, encodeClient } from './messages.mjs';
 import { SealedStream, SealedStreamError } from './sealed.mjs';
@@ -229,6 +230,14 @@ export class RoomSession {
       case 'reply':
         this.transmit(event.message);
         return;
+      case 'blobArrived': {
+        // A whole background image: shown only if its SHA-256 is the name the board gave it.
+        const subtle = this.options.subtle ?? globalThis.crypto?.subtle;
+        checkBlob(subtle, event.hash, event.bytes).then((ok) => ok, () => false).then((ok) => {
+          for (const e of this.follower.blobChecked(event, ok)) this.apply(e);
+        });
+        return;
+      }
       default:
         this.emit(event);
     }

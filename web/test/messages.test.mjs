@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { decodeClient, decodeServer, encodeClient, encodeServer, MessageError } from '../lib/messages.mjs';
 import { vectorLines, unhex, hex } from './vectors.mjs';
 
-const BYTE_FIELDS = new Set(['token', 'payload']);
+const BYTE_FIELDS = new Set(['token', 'payload', 'hash', 'data']);
 /// The vectors' JSON with its hex byte fields as Uint8Arrays (what the codec uses).
 const revive = (value) => JSON.parse(JSON.stringify(value), (k, v) => (BYTE_FIELDS.has(k) && typeof v === 'string' ? unhex(v) : v));
 
@@ -11,7 +11,7 @@ const vectors = vectorLines('session-messages.txt').map((line) => {
   const [name, bytes, ...json] = line.split(' ');
   return { name, bytes, message: revive(JSON.parse(json.join(' '))) };
 });
-const isClient = (m) => ['join', 'batch', 'grantDraw', 'revokeDraw', 'syncAck', 'leave', 'ping'].includes(m.type);
+const isClient = (m) => ['join', 'batch', 'grantDraw', 'revokeDraw', 'syncAck', 'leave', 'blobPut', 'blobRequest', 'blobAck', 'ping'].includes(m.type);
 
 test('every vector encodes to its bytes and decodes to its message', () => {
   assert.ok(vectors.length >= 18);
@@ -58,4 +58,17 @@ test('protocol 2 numbers have their names', () => {
     assert.equal(decodeServer(encodeServer({ type: 'error', code, text: '' })).code, code, String(n));
   }
   for (const reason of ['tokenExpired', 'tokenRevoked']) assert.equal(decodeServer(encodeServer({ type: 'goingAway', reason, text: '' })).reason, reason);
+});
+
+test('blob messages: bounds and directions', () => {
+  const hash = new Uint8Array(32).fill(7);
+  const chunk = (index, count) => encodeServer({ type: 'blobChunk', hash, size: 10, index, count, data: new Uint8Array(2) });
+  assert.throws(() => decodeServer(chunk(3, 3)), (e) => e instanceof MessageError && e.code === 'invalidValue');
+  assert.throws(() => decodeClient(encodeClient({ type: 'blobPut', hash, size: 2, offset: 1, data: new Uint8Array(2) })),
+    (e) => e instanceof MessageError && e.code === 'invalidValue');
+  assert.throws(() => decodeClient(encodeServer({ type: 'blobMissing', hash })), (e) => e.code === 'wrongDirection');
+  assert.throws(() => decodeServer(encodeClient({ type: 'blobAck', hash, chunk: 0 })), (e) => e.code === 'wrongDirection');
+  assert.throws(() => decodeServer(encodeServer({ type: 'blobMissing', hash }).subarray(0, 20)), (e) => e.code === 'truncated');
+  assert.throws(() => encodeClient({ type: 'blobRequest', hash: new Uint8Array(31), firstChunk: 0 }), TypeError);
+  assert.equal(decodeServer(encodeServer({ type: 'error', code: 'blobRefused', originSeq: 0, text: 'x' })).code, 'blobRefused');
 });
