@@ -69,8 +69,8 @@ let package = Package(
         .executableTarget(name: "inkwire-sim", dependencies: ["InkSim", "InkProtocol"]),
         .target(name: "MQTTChaos", path: "Benchmarks/MQTTChaos"),
         // The HYWhiteboard app, written from its source: the fixture of every legacy test.
-        .target(name: "LegacyAppModel", dependencies: ["InkCodec", "InkProtocol", "InkLegacy", "InkRelay", "InkSim", "InkImage"], path: "Benchmarks/LegacyAppModel"),
-        .target(name: "InkBenchSupport", dependencies: ["CENet", "InkUV", "InkWeb", "MQTTChaos", "LegacyAppModel", "InkCodec", "InkProtocol", "InkSim"], path: "Benchmarks/InkBenchSupport"),
+        .target(name: "LegacyAppModel", dependencies: ["InkCodec", "InkProtocol", "InkLegacy", "InkRelay", "InkSim"], path: "Benchmarks/LegacyAppModel"),
+        .target(name: "InkBenchSupport", dependencies: ["CENet", "InkUV", "InkWeb", "InkImage", "MQTTChaos", "LegacyAppModel", "InkCodec", "InkProtocol", "InkSim"], path: "Benchmarks/InkBenchSupport"),
         .executableTarget(
             name: "inkwire-bench",
             dependencies: ["InkCodec", "InkProtocol", "InkSim", "InkUV", "InkDaemon", "CENet", "InkStore", "InkRelay", "InkClient", "InkCrypto", "InkBenchSupport", "MQTTChaos", "InkLegacy", "LegacyAppModel"],

@@ -35,7 +35,7 @@ public final class LegacyAppRunner {
         public internal(set) var listeningPort: UInt16 = 0
         /// Server mode with an upload port: the app's one `HYUploadManager`, its listener, the
         /// upload connection open now, and connections accepted past its one-client limit.
-        public let uploads = HYUploadManager()
+        public let uploads = HYUploadManager(decode: HYUploadManager.imageIO)
         public internal(set) var uploadPort: UInt16 = 0
         var uploadListener: Int32 = -1
         var upload: UploadLink?

@@ -5,7 +5,6 @@
 // board connection), `HYUploadManager` (one shared instance: its buffer, image size and length
 // outlive connections) and the screen's `onNewImage:`. Test fixture.
 import InkCodec
-import InkImage
 import InkProtocol
 
 /// `_imageView.image`: the image a whiteboard screen shows under its lines, with the pixel size
@@ -37,7 +36,7 @@ public struct HYImage: Hashable, Sendable {
 /// is emptied only by a `101`).
 public final class HYUploadManager {
     /// `CGImageSourceCreateWithData` + `CGImageSourceCreateImageAtIndex`: the size of a decodable
-    /// image, nil otherwise. JPEG and PNG through InkImage by default (the formats a room holds).
+    /// image, nil otherwise.
     public typealias Decoder = @Sendable ([UInt8]) -> (width: Int, height: Int)?
 
     /// `_receivedData` (nil until first used).
@@ -54,12 +53,9 @@ public final class HYUploadManager {
     public private(set) var imagesDropped = 0
     public private(set) var lengthMismatches = 0
 
-    public init(decode: @escaping Decoder = HYUploadManager.imageIO) { self.decode = decode }
-
-    public static func imageIO(_ bytes: [UInt8]) -> (width: Int, height: Int)? {
-        guard case .success(let info) = ImageCheck.check(bytes) else { return nil }
-        return (Int(info.width), Int(info.height))
-    }
+    /// `decode` stands in for ImageIO; the model itself stays pure (InkBenchSupport's
+    /// `HYUploadManager.imageIO` decodes JPEG and PNG with InkImage).
+    public init(decode: @escaping Decoder) { self.decode = decode }
 
     /// `onSocketServiceDidReceiveData:command:service:`. Returns true when it disconnected the
     /// connection (after a complete image).
