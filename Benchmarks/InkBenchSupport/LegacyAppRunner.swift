@@ -204,15 +204,7 @@ public final class LegacyAppRunner {
     public func insertImage(_ app: App, image: [UInt8], port: UInt16) throws -> Bool {
         guard app.upload == nil, app.model.takesImages else { return false }
         let fd = try LegacyAppRunner.connectLoopback(port: port)
-        let t = now
-        let connection = HYUploadConnection(manager: app.uploads, configuration: app.configuration, now: t)
-        app.uploadConnections.append(connection)
-        let link = UploadLink(fd: fd, connection: connection, now: t.microseconds)
-        app.upload = link
-        app.screenChanged()
-        connection.sendImage(image)
-        while let w = connection.pollWrite() { link.outgoing.append(contentsOf: w) }
-        flushUpload(app)
+        openUpload(app, fd: fd) { $0.sendImage(image) }
         return true
     }
 
@@ -378,12 +370,19 @@ public final class LegacyAppRunner {
             app.parked.append(fd)
             return
         }
+        openUpload(app, fd: fd)
+    }
+
+    /// Makes `fd` the app's one upload connection (either side of it), lets `start` act on it,
+    /// and writes what it has to send.
+    private func openUpload(_ app: App, fd: Int32, start: (HYUploadConnection) -> Void = { _ in }) {
         let t = now
         let connection = HYUploadConnection(manager: app.uploads, configuration: app.configuration, now: t)
         app.uploadConnections.append(connection)
         let link = UploadLink(fd: fd, connection: connection, now: t.microseconds)
         app.upload = link
         app.screenChanged()
+        start(connection)
         while let w = connection.pollWrite() { link.outgoing.append(contentsOf: w) }
         flushUpload(app)
     }
